@@ -1,0 +1,31 @@
+# The two commands of the README:
+#   make run   installs what is missing, builds (Release), simulates the default model
+#   make test  installs what is missing, builds, runs every test with ctest
+BUILD    ?= build
+JOBS     ?= $(shell nproc)
+MODEL    ?= models/four_bar.json
+OUTPUT   ?= results/$(basename $(notdir $(MODEL)))
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build run test clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) > $(BUILD).configure.log 2>&1 \
+	  || { cat $(BUILD).configure.log; exit 1; }
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	$(BUILD)/treedyn simulate $(MODEL) --output $(OUTPUT)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD) $(BUILD).configure.log

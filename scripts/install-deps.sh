@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what treedyn needs to build and test, with apt-get, only when something is missing.
+# Idempotent, and silent when everything is already there.
+set -euo pipefail
+
+packages=(
+  cmake make g++
+  libeigen3-dev          # linear algebra (fixed-size types in hot loops)
+  libsundials-dev        # CVODE / ARKODE adaptive integrators
+  nlohmann-json3-dev     # model files
+  libcli11-dev           # command-line parsing and --help
+  libgtest-dev           # tests (GoogleTest + CTest)
+  libbenchmark-dev       # Google Benchmark (bench/)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
