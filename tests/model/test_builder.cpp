@@ -1,0 +1,158 @@
+#include <gtest/gtest.h>
+
+#include "treedyn/generators.hpp"
+#include "treedyn/model_builder.hpp"
+
+using namespace treedyn;
+
+namespace {
+
+Body link(const std::string& name, Vec3 position, double mass = 1.0, Mat3 inertia = Mat3::Identity()) {
+  Body b;
+  b.name = name;
+  b.mass = mass;
+  b.inertia = inertia;
+  b.position = position;
+  return b;
+}
+
+ModelBuilder double_pendulum() {
+  ModelBuilder b("dp");
+  b.gravity({0, -9.81, 0});
+  b.body(link("A", {0.5, 0, 0})).body(link("B", {1.5, 0, 0}));
+  b.joint(JointSpec::at("j1", JointType::Revolute, "ground", "A", {0, 0, 0}));
+  b.joint(JointSpec::at("j2", JointType::Revolute, "A", "B", {1, 0, 0}));
+  return b;
+}
+
+/// Builds and returns the error message ("" if it builds).
+std::string error_of(const ModelBuilder& b) {
+  try {
+    b.build();
+  } catch (const ModelError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(ModelBuilder, ConvertsGlobalJointPlacementToFramesOnBothBodies) {
+  const Model m = double_pendulum().build();
+  const Joint& j2 = m.joints[1];
+  EXPECT_EQ(j2.parent, 0);
+  EXPECT_EQ(j2.child, 1);
+  EXPECT_LT((j2.parent_frame.origin - Vec3(0.5, 0, 0)).norm(), 1e-15);
+  EXPECT_LT((j2.child_frame.origin - Vec3(-0.5, 0, 0)).norm(), 1e-15);
+  EXPECT_LT((j2.parent_frame.rotation.col(2) - Vec3::UnitZ()).norm(), 1e-15);
+  EXPECT_EQ(m.body_index("ground"), kGround);
+  EXPECT_EQ(m.constraint_equation_count(), 10);
+}
+
+TEST(ModelBuilder, GlobalPlacementInRotatedBodiesGivesCoincidentFrames) {
+  ModelBuilder b("rotated");
+  Body a = link("A", {0.3, 0.2, -0.1});
+  a.orientation = Quat(Eigen::AngleAxisd(0.7, Vec3(1, 2, 3).normalized()));
+  b.body(a);
+  b.joint(JointSpec::at("j", JointType::Universal, "ground", "A", {1, 1, 1}, Vec3(0, 0, 1), Vec3(1, 0, 0)));
+  const Model m = b.build();
+  const Joint& j = m.joints[0];
+  const Mat3 A = m.bodies[0].orientation.toRotationMatrix();
+  EXPECT_LT((m.bodies[0].position + A * j.child_frame.origin - Vec3(1, 1, 1)).norm(), 1e-14);
+  EXPECT_LT((A * j.child_frame.rotation - j.parent_frame.rotation).norm(), 1e-14);
+  EXPECT_LT((j.parent_frame.rotation.col(0) - Vec3::UnitX()).norm(), 1e-15);  // universal: x = axis2
+}
+
+TEST(ModelBuilder, RejectsNonPositiveMassNamingTheBody) {
+  ModelBuilder b = double_pendulum();
+  b.body(link("C", {2, 0, 0}, -1.0));
+  b.joint(JointSpec::at("j3", JointType::Revolute, "B", "C", {2, 0, 0}));
+  const std::string e = error_of(b);
+  EXPECT_NE(e.find("body 'C'"), std::string::npos) << e;
+  EXPECT_NE(e.find("mass must be positive"), std::string::npos) << e;
+}
+
+TEST(ModelBuilder, RejectsInertiaThatIsNotSymmetricPositiveDefiniteOrPhysical) {
+  Mat3 asymmetric = Mat3::Identity();
+  asymmetric(0, 1) = 0.5;
+  Mat3 indefinite = Vec3(1.0, -1.0, 1.0).asDiagonal();
+  Mat3 triangle = Vec3(1.0, 1.0, 3.0).asDiagonal();  // 1 + 1 < 3
+  for (const auto& [inertia, text] : {std::pair{asymmetric, "not symmetric"}, std::pair{indefinite, "not positive definite"},
+                                      std::pair{triangle, "triangle inequality"}}) {
+    ModelBuilder b("m");
+    b.body(link("A", {0, 0, 0}, 1.0, inertia));
+    b.joint(JointSpec::at("j", JointType::Spherical, "ground", "A", {0, 0, 0}));
+    const std::string e = error_of(b);
+    EXPECT_NE(e.find("body 'A'"), std::string::npos) << e;
+    EXPECT_NE(e.find(text), std::string::npos) << e;
+  }
+}
+
+TEST(ModelBuilder, RejectsUnknownAndDuplicateNames) {
+  ModelBuilder b = double_pendulum();
+  b.joint(JointSpec::at("j2", JointType::Revolute, "A", "Bx", {1, 0, 0}));
+  const std::string e = error_of(b);
+  EXPECT_NE(e.find("unknown body 'Bx'"), std::string::npos) << e;
+  ModelBuilder c = double_pendulum();
+  c.body(link("A", {0, 1, 0}));
+  EXPECT_NE(error_of(c).find("duplicate body name 'A'"), std::string::npos);
+}
+
+TEST(ModelBuilder, RejectsZeroAxisAndNonPerpendicularUniversalAxes) {
+  ModelBuilder b("m");
+  b.body(link("A", {0, 0, 0}));
+  b.joint(JointSpec::at("j", JointType::Revolute, "ground", "A", {0, 0, 0}, Vec3::Zero()));
+  EXPECT_NE(error_of(b).find("joint 'j': axis is zero"), std::string::npos);
+  ModelBuilder c("m");
+  c.body(link("A", {0, 0, 0}));
+  c.joint(JointSpec::at("u", JointType::Universal, "ground", "A", {0, 0, 0}, Vec3::UnitZ(), Vec3(1, 0, 1)));
+  EXPECT_NE(error_of(c).find("must be perpendicular"), std::string::npos);
+}
+
+TEST(ModelBuilder, RejectsABodyAttachedToNothing) {
+  ModelBuilder b = double_pendulum();
+  b.body(link("lonely", {5, 0, 0}));
+  const std::string e = error_of(b);
+  EXPECT_NE(e.find("body 'lonely' is attached to nothing"), std::string::npos) << e;
+}
+
+TEST(ModelBuilder, ReportsEveryProblemAtOnce) {
+  ModelBuilder b = double_pendulum();
+  b.body(link("C", {2, 0, 0}, 0.0));
+  b.body(link("D", {3, 0, 0}));
+  const std::string e = error_of(b);
+  EXPECT_NE(e.find("3 problems"), std::string::npos) << e;  // C: mass; C and D: attached to nothing
+}
+
+TEST(ModelBuilder, ChecksDriversActuatorsAndSprings) {
+  ModelBuilder b = double_pendulum();
+  b.driver({"d", "j1", 3, TimeFunction::constant(0.0)});
+  EXPECT_NE(error_of(b).find("driver 'd': coordinate 3 out of range"), std::string::npos);
+  ModelBuilder c("m");
+  c.body(link("A", {0, 0, 0}));
+  c.joint(JointSpec::at("ball", JointType::Spherical, "ground", "A", {0, 0, 0}));
+  c.joint_actuator({"motor", "ball", 0, TimeFunction::constant(1.0)});
+  EXPECT_NE(error_of(c).find("has no scalar coordinate"), std::string::npos);
+  ModelBuilder d = double_pendulum();
+  d.spring_damper({"s", "A", "A", {}, {}, 1.0, 0.0, 1.0});
+  EXPECT_NE(error_of(d).find("spring_damper 's': both ends are on the same body"), std::string::npos);
+  ModelBuilder e = double_pendulum();
+  e.driver({"d", "j1", 0, TimeFunction::callback([](double t) { return t; })});
+  EXPECT_NE(error_of(e).find("needs its first and second derivatives"), std::string::npos);
+}
+
+TEST(ModelBuilder, SpringFreeLengthDefaultsToTheInitialDistance) {
+  ModelBuilder b = double_pendulum();
+  b.spring_damper({"s", "ground", "B", {Vec3(0, 1, 0), true}, {Vec3(2, 0, 0), true}, 10.0, 0.5, std::nullopt});
+  const Model m = b.build();
+  EXPECT_NEAR(m.springs[0].free_length, std::sqrt(5.0), 1e-15);
+  EXPECT_LT((m.springs[0].point_b - Vec3(0.5, 0, 0)).norm(), 1e-15);  // converted to B's frame
+}
+
+TEST(Generators, ChainOfPaper000HasItsGeometry) {
+  const Model m = make_chain(128, JointType::Spherical);
+  EXPECT_EQ(m.body_count(), 128);
+  EXPECT_EQ(m.constraint_equation_count(), 384);  // paper 000, Sect. 4.4: m = 3 * 128
+  EXPECT_EQ(m.bodies[127].position, Vec3(127.5, 0, 0));
+  EXPECT_EQ(m.gravity, Vec3(0, -9.81, 0));
+}
