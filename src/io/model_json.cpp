@@ -1,0 +1,421 @@
+#include "treedyn/model_json.hpp"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "treedyn/model_builder.hpp"
+
+namespace treedyn {
+namespace {
+
+using json = nlohmann::json;
+
+/// A JSON object read with checks: unknown keys and wrong types are errors naming the item.
+class Obj {
+ public:
+  Obj(const json& j, std::string who, std::set<std::string> allowed) : j_(j), who_(std::move(who)) {
+    if (!j.is_object()) fail("must be a JSON object");
+    for (const auto& [key, value] : j.items())
+      if (!allowed.count(key)) fail("unknown field '" + key + "'");
+  }
+  [[noreturn]] void fail(const std::string& what) const { throw ModelError(who_ + ": " + what); }
+  const std::string& who() const { return who_; }
+  bool has(const std::string& key) const { return j_.contains(key); }
+  const json& at(const std::string& key) const {
+    if (!has(key)) fail("missing field '" + key + "'");
+    return j_.at(key);
+  }
+  double number(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_number()) fail("field '" + key + "' must be a number");
+    return v.get<double>();
+  }
+  double number_or(const std::string& key, double fallback) const { return has(key) ? number(key) : fallback; }
+  int integer_or(const std::string& key, int fallback) const {
+    if (!has(key)) return fallback;
+    if (!at(key).is_number_integer()) fail("field '" + key + "' must be an integer");
+    return at(key).get<int>();
+  }
+  std::string string(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_string()) fail("field '" + key + "' must be a string");
+    return v.get<std::string>();
+  }
+  std::string string_or(const std::string& key, const std::string& fallback) const {
+    return has(key) ? string(key) : fallback;
+  }
+  std::vector<double> numbers(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_array()) fail("field '" + key + "' must be an array of numbers");
+    std::vector<double> out;
+    for (const auto& x : v) {
+      if (!x.is_number()) fail("field '" + key + "' must be an array of numbers");
+      out.push_back(x.get<double>());
+    }
+    return out;
+  }
+  Vec3 vec3(const std::string& key) const {
+    auto v = numbers(key);
+    if (v.size() != 3) fail("field '" + key + "' must have 3 numbers");
+    return {v[0], v[1], v[2]};
+  }
+  Vec3 vec3_or(const std::string& key, const Vec3& fallback) const { return has(key) ? vec3(key) : fallback; }
+
+ private:
+  const json& j_;
+  std::string who_;
+};
+
+Mat3 read_matrix3(const json& rows, const Obj& owner, const std::string& key) {
+  if (!rows.is_array() || rows.size() != 3) owner.fail("field '" + key + "' must be a 3x3 array");
+  Mat3 m;
+  for (int r = 0; r < 3; ++r) {
+    const json& row = rows[static_cast<std::size_t>(r)];
+    if (!row.is_array() || row.size() != 3) owner.fail("field '" + key + "' must be a 3x3 array");
+    for (int c = 0; c < 3; ++c) {
+      if (!row[static_cast<std::size_t>(c)].is_number()) owner.fail("field '" + key + "' must hold numbers");
+      m(r, c) = row[static_cast<std::size_t>(c)].get<double>();
+    }
+  }
+  return m;
+}
+
+/// {"quaternion": [w,x,y,z]} | {"axis": [..], "angle": rad} | {"axis": [..], "angle_deg": deg}
+/// | {"matrix": [[..],[..],[..]]}
+Mat3 read_rotation(const json& j, const std::string& who) {
+  Obj o(j, who + " orientation", {"quaternion", "axis", "angle", "angle_deg", "matrix"});
+  if (o.has("matrix")) return read_matrix3(o.at("matrix"), o, "matrix");
+  if (o.has("quaternion")) {
+    auto q = o.numbers("quaternion");
+    if (q.size() != 4) o.fail("'quaternion' must have 4 numbers [w, x, y, z]");
+    const Quat quat(q[0], q[1], q[2], q[3]);
+    if (std::abs(quat.norm() - 1.0) > 1e-6) o.fail("quaternion must have unit norm (norm " + std::to_string(quat.norm()) + ")");
+    return quat.normalized().toRotationMatrix();
+  }
+  const Vec3 axis = o.vec3("axis");
+  if (axis.norm() < 1e-12) o.fail("rotation axis is zero");
+  const double angle = o.has("angle") ? o.number("angle") : o.number("angle_deg") * M_PI / 180.0;
+  return Eigen::AngleAxisd(angle, axis.normalized()).toRotationMatrix();
+}
+
+Quat read_quaternion(const json& j, const std::string& who) {
+  Obj o(j, who + " orientation", {"quaternion", "axis", "angle", "angle_deg", "matrix"});
+  if (o.has("quaternion")) {  // keep the given numbers exactly (round trip)
+    auto q = o.numbers("quaternion");
+    if (q.size() != 4) o.fail("'quaternion' must have 4 numbers [w, x, y, z]");
+    const Quat quat(q[0], q[1], q[2], q[3]);
+    if (std::abs(quat.norm() - 1.0) > 1e-6) o.fail("quaternion must have unit norm (norm " + std::to_string(quat.norm()) + ")");
+    return quat;
+  }
+  return Quat(read_rotation(j, who));
+}
+
+TimeFunction read_function(const json& j, const std::string& who) {
+  if (j.is_number()) return TimeFunction::constant(j.get<double>());
+  Obj o(j, who + " function", {"type", "value", "coefficients", "amplitude", "omega", "phase", "offset"});
+  const std::string type = o.string("type");
+  if (type == "constant") return TimeFunction::constant(o.number("value"));
+  if (type == "polynomial") return TimeFunction::polynomial(o.numbers("coefficients"));
+  if (type == "sine")
+    return TimeFunction::sine(o.number("amplitude"), o.number("omega"), o.number_or("phase", 0.0), o.number_or("offset", 0.0));
+  o.fail("unknown function type '" + type + "' (constant, polynomial, sine)");
+}
+
+Body read_body(const json& j, std::size_t index) {
+  const std::string fallback = "bodies[" + std::to_string(index) + "]";
+  const std::string who = j.is_object() && j.contains("name") && j["name"].is_string()
+                              ? "body '" + j["name"].get<std::string>() + "'"
+                              : fallback;
+  Obj o(j, who, {"name", "mass", "inertia", "position", "orientation", "velocity", "angular_velocity", "shape"});
+  Body b;
+  b.name = o.string("name");
+  b.mass = o.number("mass");
+  const json& inertia = o.at("inertia");
+  if (inertia.is_array() && inertia.size() == 3 && inertia[0].is_number()) {
+    b.inertia = o.vec3("inertia").asDiagonal();
+  } else {
+    b.inertia = read_matrix3(inertia, o, "inertia");
+  }
+  b.position = o.vec3_or("position", Vec3::Zero());
+  if (o.has("orientation")) b.orientation = read_quaternion(o.at("orientation"), who);
+  b.velocity = o.vec3_or("velocity", Vec3::Zero());
+  b.angular_velocity = o.vec3_or("angular_velocity", Vec3::Zero());
+  if (o.has("shape")) {
+    Obj s(o.at("shape"), who + " shape", {"type", "size", "radius", "length", "axis"});
+    const std::string type = s.string("type");
+    if (type == "box") {
+      b.shape.type = Shape::Type::Box;
+      b.shape.size = s.vec3("size");
+    } else if (type == "cylinder") {
+      b.shape.type = Shape::Type::Cylinder;
+      b.shape.radius = s.number("radius");
+      b.shape.length = s.number("length");
+      const std::string axis = s.string_or("axis", "z");
+      if (axis != "x" && axis != "y" && axis != "z") s.fail("cylinder axis must be \"x\", \"y\" or \"z\"");
+      b.shape.axis = axis[0] - 'x';
+    } else if (type == "sphere") {
+      b.shape.type = Shape::Type::Sphere;
+      b.shape.radius = s.number("radius");
+    } else {
+      s.fail("unknown shape type '" + type + "' (box, cylinder, sphere)");
+    }
+  }
+  return b;
+}
+
+Frame read_frame(const json& j, const std::string& who) {
+  Obj o(j, who, {"position", "orientation"});
+  Frame f;
+  f.origin = o.vec3_or("position", Vec3::Zero());
+  if (o.has("orientation")) f.rotation = read_rotation(o.at("orientation"), who);
+  return f;
+}
+
+JointSpec read_joint(const json& j, std::size_t index) {
+  const std::string who = j.is_object() && j.contains("name") && j["name"].is_string()
+                              ? "joint '" + j["name"].get<std::string>() + "'"
+                              : "joints[" + std::to_string(index) + "]";
+  Obj o(j, who, {"name", "type", "parent", "child", "location", "axis", "axis2", "parent_frame", "child_frame"});
+  JointSpec s;
+  s.name = o.string("name");
+  const std::string type = o.string("type");
+  auto t = joint_type_from_string(type);
+  if (!t) o.fail("unknown joint type '" + type + "' (revolute, prismatic, cylindrical, universal, spherical, planar, fixed, free)");
+  s.type = *t;
+  s.parent = o.string("parent");
+  s.child = o.string("child");
+  const bool frames = o.has("parent_frame") || o.has("child_frame");
+  if (frames) {
+    if (o.has("location") || o.has("axis") || o.has("axis2"))
+      o.fail("give either 'location'/'axis' or 'parent_frame'/'child_frame', not both");
+    s.placement = FramePlacement{read_frame(o.at("parent_frame"), who + " parent_frame"),
+                                 read_frame(o.at("child_frame"), who + " child_frame")};
+  } else {
+    GlobalPlacement g;
+    g.location = o.vec3("location");
+    g.axis = o.vec3_or("axis", Vec3::UnitZ());
+    if (o.has("axis2")) g.axis2 = o.vec3("axis2");
+    s.placement = g;
+  }
+  return s;
+}
+
+PointSpec read_point(const Obj& o, const std::string& key) {
+  if (o.has("local_" + key)) {
+    if (o.has(key)) o.fail("give either '" + key + "' (global) or 'local_" + key + "', not both");
+    return {o.vec3("local_" + key), false};
+  }
+  return {o.vec3(key), true};
+}
+
+LoadFrame read_load_frame(const Obj& o) {
+  const std::string f = o.string_or("frame", "global");
+  if (f == "global") return LoadFrame::Global;
+  if (f == "body") return LoadFrame::Body;
+  o.fail("'frame' must be \"global\" or \"body\"");
+}
+
+void read_force(ModelBuilder& b, const json& j, std::size_t index) {
+  const std::string name = j.is_object() && j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : "";
+  const std::string type = j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : "";
+  const std::string who = (type.empty() ? "forces[" + std::to_string(index) + "]" : type) + (name.empty() ? "" : " '" + name + "'");
+  if (type == "spring_damper") {
+    Obj o(j, who, {"type", "name", "body_a", "point_a", "local_point_a", "body_b", "point_b", "local_point_b",
+                   "stiffness", "damping", "free_length"});
+    SpringDamperSpec s{o.string("name"), o.string("body_a"), o.string("body_b"), read_point(o, "point_a"),
+                       read_point(o, "point_b"), o.number_or("stiffness", 0.0), o.number_or("damping", 0.0), std::nullopt};
+    if (o.has("free_length")) s.free_length = o.number("free_length");
+    b.spring_damper(s);
+  } else if (type == "rotational_spring_damper") {
+    Obj o(j, who, {"type", "name", "joint", "coordinate", "stiffness", "damping", "free_angle"});
+    b.rotational_spring_damper({o.string("name"), o.string("joint"), o.integer_or("coordinate", 0),
+                                o.number_or("stiffness", 0.0), o.number_or("damping", 0.0), o.number_or("free_angle", 0.0)});
+  } else if (type == "body_force") {
+    Obj o(j, who, {"type", "name", "body", "vector", "function", "frame", "point", "local_point"});
+    BodyForceSpec s{o.string("name"), o.string("body"), o.vec3("vector"),
+                    o.has("function") ? read_function(o.at("function"), who) : TimeFunction::constant(1.0),
+                    read_load_frame(o), std::nullopt};
+    if (o.has("point") || o.has("local_point")) s.point = read_point(o, "point");
+    b.body_force(s);
+  } else if (type == "body_torque") {
+    Obj o(j, who, {"type", "name", "body", "vector", "function", "frame"});
+    b.body_torque({o.string("name"), o.string("body"), o.vec3("vector"),
+                   o.has("function") ? read_function(o.at("function"), who) : TimeFunction::constant(1.0),
+                   read_load_frame(o)});
+  } else if (type == "joint_actuator") {
+    Obj o(j, who, {"type", "name", "joint", "coordinate", "function"});
+    b.joint_actuator({o.string("name"), o.string("joint"), o.integer_or("coordinate", 0), read_function(o.at("function"), who)});
+  } else if (type == "coulomb_friction") {
+    Obj o(j, who, {"type", "name", "joint", "coefficient"});
+    b.joint_friction({o.string("name"), o.string("joint"), o.number("coefficient")});
+  } else {
+    throw ModelError(who + ": unknown force type '" + type +
+                     "' (spring_damper, rotational_spring_damper, body_force, body_torque, joint_actuator, coulomb_friction)");
+  }
+}
+
+Model from_json(const json& root) {
+  Obj o(root, "model", {"name", "description", "gravity", "bodies", "joints", "forces", "drivers", "simulation"});
+  ModelBuilder b(o.string_or("name", "model"));
+  b.description(o.string_or("description", ""));
+  b.gravity(o.vec3_or("gravity", Vec3::Zero()));
+  auto array = [&](const std::string& key) -> const json& {
+    static const json empty = json::array();
+    if (!o.has(key)) return empty;
+    if (!o.at(key).is_array()) o.fail("field '" + key + "' must be an array");
+    return o.at(key);
+  };
+  const json& bodies = array("bodies");
+  for (std::size_t i = 0; i < bodies.size(); ++i) b.body(read_body(bodies[i], i));
+  const json& joints = array("joints");
+  for (std::size_t i = 0; i < joints.size(); ++i) b.joint(read_joint(joints[i], i));
+  const json& forces = array("forces");
+  for (std::size_t i = 0; i < forces.size(); ++i) read_force(b, forces[i], i);
+  const json& drivers = array("drivers");
+  for (std::size_t i = 0; i < drivers.size(); ++i) {
+    const std::string who = "drivers[" + std::to_string(i) + "]";
+    Obj d(drivers[i], who, {"name", "joint", "coordinate", "function"});
+    b.driver({d.string("name"), d.string("joint"), d.integer_or("coordinate", 0), read_function(d.at("function"), who)});
+  }
+  if (o.has("simulation")) {
+    Obj s(o.at("simulation"), "simulation", {"t_end", "dt", "formulation", "integrator"});
+    SimulationDefaults d;
+    if (s.has("t_end")) d.t_end = s.number("t_end");
+    if (s.has("dt")) d.dt = s.number("dt");
+    if (s.has("formulation")) d.formulation = s.string("formulation");
+    if (s.has("integrator")) d.integrator = s.string("integrator");
+    b.defaults(d);
+  }
+  return b.build();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writer (canonical form)
+
+json vec(const Vec3& v) { return json::array({v.x(), v.y(), v.z()}); }
+
+json matrix(const Mat3& m) {
+  json rows = json::array();
+  for (int r = 0; r < 3; ++r) rows.push_back(json::array({m(r, 0), m(r, 1), m(r, 2)}));
+  return rows;
+}
+
+json function_json(const TimeFunction& f, const std::string& who) {
+  if (const auto* c = std::get_if<TimeFunction::Constant>(&f.kind())) return {{"type", "constant"}, {"value", c->value}};
+  if (const auto* p = std::get_if<TimeFunction::Polynomial>(&f.kind())) return {{"type", "polynomial"}, {"coefficients", p->coefficients}};
+  if (const auto* s = std::get_if<TimeFunction::Sine>(&f.kind()))
+    return {{"type", "sine"}, {"amplitude", s->amplitude}, {"omega", s->omega}, {"phase", s->phase}, {"offset", s->offset}};
+  throw ModelError(who + ": a C++ callback function cannot be written to a model file");
+}
+
+json frame_json(const Frame& f) { return {{"position", vec(f.origin)}, {"orientation", {{"matrix", matrix(f.rotation)}}}}; }
+
+json load_frame_json(LoadFrame f) { return f == LoadFrame::Global ? "global" : "body"; }
+
+json to_json(const Model& m) {
+  json root;
+  root["name"] = m.name;
+  if (!m.description.empty()) root["description"] = m.description;
+  root["gravity"] = vec(m.gravity);
+  auto body_name = [&](int i) { return m.body_name(i); };
+  auto joint_name = [&](int i) { return m.joints[static_cast<std::size_t>(i)].name; };
+  json bodies = json::array();
+  for (const Body& b : m.bodies) {
+    json jb = {{"name", b.name},
+               {"mass", b.mass},
+               {"inertia", matrix(b.inertia)},
+               {"position", vec(b.position)},
+               {"orientation", {{"quaternion", {b.orientation.w(), b.orientation.x(), b.orientation.y(), b.orientation.z()}}}},
+               {"velocity", vec(b.velocity)},
+               {"angular_velocity", vec(b.angular_velocity)}};
+    switch (b.shape.type) {
+      case Shape::Type::Box: jb["shape"] = {{"type", "box"}, {"size", vec(b.shape.size)}}; break;
+      case Shape::Type::Cylinder:
+        jb["shape"] = {{"type", "cylinder"}, {"radius", b.shape.radius}, {"length", b.shape.length},
+                       {"axis", std::string(1, static_cast<char>('x' + b.shape.axis))}};
+        break;
+      case Shape::Type::Sphere: jb["shape"] = {{"type", "sphere"}, {"radius", b.shape.radius}}; break;
+      case Shape::Type::None: break;
+    }
+    bodies.push_back(jb);
+  }
+  root["bodies"] = bodies;
+  json joints = json::array();
+  for (const Joint& j : m.joints)
+    joints.push_back({{"name", j.name}, {"type", to_string(j.type)}, {"parent", body_name(j.parent)}, {"child", body_name(j.child)},
+                      {"parent_frame", frame_json(j.parent_frame)}, {"child_frame", frame_json(j.child_frame)}});
+  root["joints"] = joints;
+  json forces = json::array();
+  for (const auto& s : m.springs)
+    forces.push_back({{"type", "spring_damper"}, {"name", s.name}, {"body_a", body_name(s.body_a)}, {"local_point_a", vec(s.point_a)},
+                      {"body_b", body_name(s.body_b)}, {"local_point_b", vec(s.point_b)}, {"stiffness", s.stiffness},
+                      {"damping", s.damping}, {"free_length", s.free_length}});
+  for (const auto& s : m.rotational_springs)
+    forces.push_back({{"type", "rotational_spring_damper"}, {"name", s.name}, {"joint", joint_name(s.joint)},
+                      {"coordinate", s.coordinate}, {"stiffness", s.stiffness}, {"damping", s.damping}, {"free_angle", s.free_angle}});
+  for (const auto& f : m.body_forces)
+    forces.push_back({{"type", "body_force"}, {"name", f.name}, {"body", body_name(f.body)}, {"vector", vec(f.vector)},
+                      {"function", function_json(f.function, "body_force '" + f.name + "'")}, {"frame", load_frame_json(f.frame)},
+                      {"local_point", vec(f.point)}});
+  for (const auto& f : m.body_torques)
+    forces.push_back({{"type", "body_torque"}, {"name", f.name}, {"body", body_name(f.body)}, {"vector", vec(f.vector)},
+                      {"function", function_json(f.function, "body_torque '" + f.name + "'")}, {"frame", load_frame_json(f.frame)}});
+  for (const auto& a : m.actuators)
+    forces.push_back({{"type", "joint_actuator"}, {"name", a.name}, {"joint", joint_name(a.joint)}, {"coordinate", a.coordinate},
+                      {"function", function_json(a.function, "joint_actuator '" + a.name + "'")}});
+  for (const auto& f : m.frictions)
+    forces.push_back({{"type", "coulomb_friction"}, {"name", f.name}, {"joint", joint_name(f.joint)}, {"coefficient", f.coefficient}});
+  if (!forces.empty()) root["forces"] = forces;
+  json drivers = json::array();
+  for (const auto& d : m.drivers)
+    drivers.push_back({{"name", d.name}, {"joint", joint_name(d.joint)}, {"coordinate", d.coordinate},
+                       {"function", function_json(d.function, "driver '" + d.name + "'")}});
+  if (!drivers.empty()) root["drivers"] = drivers;
+  json sim = json::object();
+  if (m.defaults.t_end) sim["t_end"] = *m.defaults.t_end;
+  if (m.defaults.dt) sim["dt"] = *m.defaults.dt;
+  if (m.defaults.formulation) sim["formulation"] = *m.defaults.formulation;
+  if (m.defaults.integrator) sim["integrator"] = *m.defaults.integrator;
+  if (!sim.empty()) root["simulation"] = sim;
+  return root;
+}
+
+}  // namespace
+
+Model parse_model_json(const std::string& text, const std::string& source) {
+  json root;
+  try {
+    root = json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
+  } catch (const json::parse_error& e) {
+    // e.what() reads "[json.exception.parse_error.101] parse error at line L, column C: ..."
+    std::string what = e.what();
+    const auto pos = what.find("parse error");
+    throw ModelError(source + ": JSON " + (pos == std::string::npos ? what : what.substr(pos)));
+  }
+  try {
+    return from_json(root);
+  } catch (const ModelError& e) {
+    throw ModelError(source + ": " + e.what());
+  }
+}
+
+Model read_model_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ModelError(path + ": cannot open the model file");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return parse_model_json(buffer.str(), path);
+}
+
+std::string write_model_json(const Model& model) { return to_json(model).dump(2) + "\n"; }
+
+void write_model_file(const Model& model, const std::string& path) {
+  const std::string text = write_model_json(model);
+  std::ofstream out(path);
+  if (!out) throw ModelError(path + ": cannot write the model file");
+  out << text;
+}
+
+}  // namespace treedyn

@@ -1,0 +1,132 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "support.hpp"
+#include "treedyn/model_builder.hpp"
+#include "treedyn/model_json.hpp"
+
+using namespace treedyn;
+
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_model_json(text, "test.json");
+  } catch (const ModelError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* kPendulum = R"({
+  // a comment
+  "name": "p", "gravity": [0, -9.81, 0],
+  "bodies": [{"name": "A", "mass": 1, "inertia": [1, 1, 1], "position": [0.5, 0, 0]}],
+  "joints": [{"name": "j", "type": "revolute", "parent": "ground", "child": "A", "location": [0, 0, 0]}]
+})";
+
+/// Every model element at once, from the builder.
+Model feature_model() {
+  ModelBuilder b("features");
+  b.description("all elements").gravity({0.1, -9.8, 0.2});
+  Body a;
+  a.name = "A";
+  a.mass = 2.5;
+  a.inertia << 1.0, 0.1, 0.0, 0.1, 2.0, 0.2, 0.0, 0.2, 1.5;
+  a.position = {0.1, 0.2, 0.3};
+  a.orientation = Quat(Eigen::AngleAxisd(0.3, Vec3(1, 1, 0).normalized()));
+  a.velocity = {0.0, 0.0, 0.0};
+  a.shape.type = Shape::Type::Cylinder;
+  a.shape.radius = 0.1;
+  a.shape.length = 1.0;
+  a.shape.axis = 1;
+  Body c = a;
+  c.name = "C";
+  c.position = {1.0, 0.0, 0.0};
+  c.shape = Shape{Shape::Type::Box, Vec3(1, 0.1, 0.1), 0, 0, 2};
+  b.body(a).body(c);
+  b.joint(JointSpec::at("j1", JointType::Cylindrical, "ground", "A", {0, 0, 0}, Vec3(0, 0, 1)));
+  b.joint({"j2", JointType::Universal, "A", "C", FramePlacement{Frame{Vec3(0.5, 0, 0), Mat3::Identity()}, Frame{Vec3(-0.4, 0, 0), Mat3::Identity()}}});
+  b.spring_damper({"s", "ground", "C", {Vec3(0, 1, 0), true}, {Vec3(0.1, 0, 0), false}, 100.0, 2.0, 0.8});
+  b.rotational_spring_damper({"rs", "j1", 0, 5.0, 0.1, 0.2});
+  b.body_force({"f", "C", Vec3(1, 0, 0), TimeFunction::sine(2.0, 3.0, 0.1, 0.5), LoadFrame::Body, PointSpec{Vec3(0.1, 0, 0), false}});
+  b.body_torque({"t", "A", Vec3(0, 0, 1), TimeFunction::polynomial({1, 2, 3}), LoadFrame::Global});
+  b.joint_actuator({"m", "j2", 1, TimeFunction::constant(0.5)});
+  b.joint_friction({"fr", "j1", 0.3});
+  b.driver({"d", "j1", 1, TimeFunction::polynomial({0.0, 0.1})});
+  b.defaults({.t_end = 2.0, .dt = 1e-3, .formulation = "reference", .integrator = "rk4"});
+  return b.build();
+}
+
+}  // namespace
+
+TEST(ModelJson, ReadsCommentsAndProducesTheBuilderModel) {
+  const Model m = parse_model_json(kPendulum);
+  EXPECT_EQ(m.bodies.size(), 1u);
+  EXPECT_EQ(m.joints[0].type, JointType::Revolute);
+  EXPECT_LT((m.joints[0].child_frame.origin - Vec3(-0.5, 0, 0)).norm(), 1e-15);
+}
+
+TEST(ModelJson, SyntaxErrorReportsLineAndColumn) {
+  const std::string e = error_of("{\n  \"name\": \"x\",\n  \"bodies\": [,]\n}");
+  EXPECT_NE(e.find("test.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("line 3"), std::string::npos) << e;
+  EXPECT_NE(e.find("column"), std::string::npos) << e;
+}
+
+TEST(ModelJson, UnknownFieldsAndWrongTypesNameTheItem) {
+  std::string text = kPendulum;
+  text.replace(text.find("\"mass\": 1"), 9, "\"mas\": 1");
+  std::string e = error_of(text);
+  EXPECT_NE(e.find("body 'A': unknown field 'mas'"), std::string::npos) << e;
+  text = kPendulum;
+  text.replace(text.find("\"mass\": 1"), 9, "\"mass\": \"heavy\"");
+  e = error_of(text);
+  EXPECT_NE(e.find("body 'A': field 'mass' must be a number"), std::string::npos) << e;
+  text = kPendulum;
+  text.replace(text.find("revolute"), 8, "hinge");
+  e = error_of(text);
+  EXPECT_NE(e.find("joint 'j': unknown joint type 'hinge'"), std::string::npos) << e;
+}
+
+TEST(ModelJson, BuilderErrorsCarryTheFileName) {
+  std::string text = kPendulum;
+  text.replace(text.find("\"mass\": 1"), 9, "\"mass\": 0");
+  const std::string e = error_of(text);
+  EXPECT_NE(e.find("test.json: invalid model: body 'A': mass must be positive"), std::string::npos) << e;
+}
+
+TEST(ModelJson, WriteThenReadReproducesEveryFeatureExactly) {
+  const Model m = feature_model();
+  const Model back = parse_model_json(write_model_json(m));
+  EXPECT_TRUE(back == m);
+  EXPECT_EQ(write_model_json(back), write_model_json(m));
+}
+
+TEST(ModelJson, WriteThenReadReproducesEveryShippedModelExactly) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(TREEDYN_MODELS_DIR)) {
+    if (entry.path().extension() != ".json") continue;
+    const Model m = read_model_file(entry.path().string());
+    EXPECT_TRUE(parse_model_json(write_model_json(m)) == m) << entry.path();
+    ++count;
+  }
+  EXPECT_GE(count, 11);
+}
+
+TEST(ModelJson, ACallbackFunctionCannotBeWritten) {
+  ModelBuilder b("cb");
+  Body a;
+  a.name = "A";
+  a.mass = 1;
+  a.inertia = Mat3::Identity();
+  b.body(a).joint(JointSpec::at("j", JointType::Free, "ground", "A", {0, 0, 0}));
+  b.body_force({"push", "A", Vec3(1, 0, 0), TimeFunction::callback([](double) { return 1.0; }), LoadFrame::Global, std::nullopt});
+  try {
+    write_model_json(b.build());
+    FAIL() << "expected ModelError";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("body_force 'push'"), std::string::npos);
+  }
+}
