@@ -1,0 +1,108 @@
+// treedyn — absolute body states and the joint constraint equations written on them.
+//
+// Every formulation reports its state as absolute body states (BodyState); metrics, the writers,
+// the reference formulation and the initial-state checks all use the constraint equations below.
+//
+// Symbols (Haug 1989; paper 000 Eqs. 1-3; paper 002 Eq. 2):
+//   Phi      constraint equations Phi(q, t) = 0 of a joint (or driver), one row per scalar equation
+//   J        Jacobian of the velocity constraint with respect to body twists V = [v; w] (global
+//            frame, at the centre of mass): Phi_dot = J_P V_P + J_C V_C + Phi_t
+//   gamma    acceleration right-hand side: J Vdot = gamma, gamma = -(Jdot V) - Phi_tt
+//   P, C     the joint's parent and child bodies; s_P, s_C their joint-frame origins relative to
+//            the centres of mass (global); d = (r_C + s_C) - (r_P + s_P)
+#pragma once
+
+#include <Eigen/SparseCore>
+#include <vector>
+
+#include "treedyn/model.hpp"
+
+namespace treedyn {
+
+/// State of one body: centre of mass, orientation, twist and its derivative, global frame.
+struct BodyState {
+  Vec3 r = Vec3::Zero();
+  Quat q = Quat::Identity();  // body -> global
+  Vec3 v = Vec3::Zero();      // velocity of the centre of mass
+  Vec3 w = Vec3::Zero();      // angular velocity
+  Vec3 a = Vec3::Zero();      // acceleration of the centre of mass
+  Vec3 alpha = Vec3::Zero();  // angular acceleration
+};
+using SystemState = std::vector<BodyState>;
+
+/// The bodies' initial states as given in the model (accelerations zero).
+SystemState initial_state(const Model& model);
+
+/// State of a body or of ground (index kGround: at rest at the origin).
+inline const BodyState& state_of(const SystemState& s, int body) {
+  static const BodyState ground{};
+  return body == kGround ? ground : s[static_cast<std::size_t>(body)];
+}
+
+/// Up to 6 rows of constraint equations with their Jacobian blocks (no heap allocation).
+using ConstraintRows = Eigen::Matrix<double, Eigen::Dynamic, 6, Eigen::RowMajor, 6, 6>;
+using ConstraintVector = Eigen::Matrix<double, Eigen::Dynamic, 1, 0, 6, 1>;
+
+struct ConstraintBlock {
+  int parent = kGround, child = kGround;
+  ConstraintVector phi, phi_t, gamma;
+  ConstraintRows J_P, J_C;  // d(Phi_dot)/dV_parent, d(Phi_dot)/dV_child
+  int size() const { return static_cast<int>(phi.size()); }
+};
+
+/// The joint's own equations (revolute 5, prismatic 5, cylindrical 4, universal 4, spherical 3,
+/// planar 3, fixed 6, free 0).
+void joint_constraint(const Joint& joint, const BodyState& P, const BodyState& C, ConstraintBlock& out);
+
+/// One equation prescribing a joint coordinate: Phi = [measured coordinate] - f(t) in a form
+/// regular at every angle (rotations: cos f (y_P . x_C) - sin f (x_P . x_C)).
+void driver_constraint(const Driver& driver, const Joint& joint, double t, const BodyState& P, const BodyState& C,
+                       ConstraintBlock& out);
+
+/// All constraint equations of a model: joints in model order, then drivers. Row offsets are
+/// fixed; evaluation allocates nothing once the blocks exist.
+class ConstraintSet {
+ public:
+  explicit ConstraintSet(const Model& model);
+  int rows() const { return rows_; }
+  int block_count() const { return static_cast<int>(offsets_.size()); }
+  int offset(int block) const { return offsets_[static_cast<std::size_t>(block)]; }
+  /// Evaluates every block at (t, state).
+  void evaluate(double t, const SystemState& state, std::vector<ConstraintBlock>& blocks) const;
+  /// Sparse J (rows x 6n) and stacked Phi, Phi_t, gamma from evaluated blocks.
+  void stack(const std::vector<ConstraintBlock>& blocks, Eigen::SparseMatrix<double>& J, Eigen::VectorXd& phi,
+             Eigen::VectorXd& phi_t, Eigen::VectorXd& gamma) const;
+  const Model& model() const { return *model_; }
+
+ private:
+  const Model* model_;
+  std::vector<int> offsets_;
+  int rows_ = 0;
+};
+
+/// A scalar joint coordinate measured on absolute states, and the direction its generalised
+/// force acts along (global unit vector; a torque axis for rotations, a force direction for
+/// translations, applied at the child's joint-frame origin).
+struct CoordinateMeasure {
+  double value = 0.0;
+  double rate = 0.0;
+  bool rotation = true;
+  Vec3 axis = Vec3::UnitZ();
+  Vec3 point = Vec3::Zero();  // global application point (child joint-frame origin)
+};
+
+/// Measures coordinate `coordinate` of `joint` (see joint_coordinates()). Rotation angles are
+/// returned in (-pi, pi] unless `reference` is given, in which case the angle closest to it is
+/// returned (continuous through many turns when reference is the previous value).
+CoordinateMeasure measure_coordinate(const Joint& joint, int coordinate, const BodyState& P, const BodyState& C,
+                                     const double* reference = nullptr);
+
+/// Wrench [force; torque about the centre of mass] that a force `f` at global point `x` exerts on
+/// a body whose centre of mass is at r.
+inline Vec6 wrench_at_com(const Vec3& f, const Vec3& x, const Vec3& r) {
+  Vec6 w;
+  w << f, (x - r).cross(f);
+  return w;
+}
+
+}  // namespace treedyn

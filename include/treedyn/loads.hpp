@@ -1,0 +1,44 @@
+// treedyn — applied loads on absolute body states: gravity, point-to-point and rotational
+// spring-dampers, body forces and torques, joint actuators. (Coulomb friction depends on joint
+// reactions and is applied by the formulations that support it.)
+#pragma once
+
+#include <vector>
+
+#include "treedyn/kinematics.hpp"
+
+namespace treedyn {
+
+class AppliedLoads {
+ public:
+  explicit AppliedLoads(const Model& model);
+
+  /// Each body's applied wrench [force; torque about its centre of mass], global frame.
+  void evaluate(double t, const SystemState& state, std::vector<Vec6>& wrenches) const;
+
+  /// Gravity potential plus the energy stored in springs.
+  double potential_energy(const SystemState& state) const;
+
+  /// Power of the non-conservative loads (dampers, body forces and torques, actuators).
+  double nonconservative_power(double t, const SystemState& state) const;
+
+  /// Rotational springs and actuators measure angles continuously through many turns by
+  /// unwrapping against the last state given here (call after each accepted step).
+  void update_angle_references(const SystemState& state);
+
+ private:
+  struct SpringKinematics {
+    Vec3 xa, xb, e;  // attachment points (global) and unit direction a -> b
+    double length, rate;
+  };
+  SpringKinematics spring_kinematics(const SpringDamper& s, const SystemState& state) const;
+  CoordinateMeasure coordinate(int joint, int coordinate, const SystemState& state, std::size_t slot) const;
+  /// Adds a generalised joint force along a measured coordinate to both bodies of the joint.
+  void add_joint_load(int joint, const CoordinateMeasure& m, double generalized_force, const SystemState& state,
+                      std::vector<Vec6>& wrenches) const;
+
+  const Model* model_;
+  std::vector<double> angle_reference_;  // one slot per rotational spring, then per actuator
+};
+
+}  // namespace treedyn

@@ -1,0 +1,92 @@
+// treedyn — mass-orthogonal projection of absolute body states onto the constraint manifold, and
+// the initial-state checks built on it (dense linear algebra: for the reference formulation and
+// for one-off model assembly, not for hot loops of large systems).
+//
+// Positions: Gauss-Newton on min 1/2 dx' M dx subject to Phi(x + dx) = 0, where dx = [dr; dtheta]
+// per body (dtheta a global rotation vector) and M = diag(m I, J_global):
+//   dx = -M^-1 J' (J M^-1 J')^+ Phi,   repeated until |Phi| is small.
+// Velocities: V <- V - M^-1 J' (J M^-1 J')^+ (J V + Phi_t).
+// The pseudo-inverse (complete orthogonal decomposition) handles redundant constraints.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <Eigen/Cholesky>
+#include <Eigen/QR>
+
+#include "treedyn/kinematics.hpp"
+
+namespace treedyn {
+
+/// J M^-1 J' of a model at a state, factorised for repeated solves: Cholesky while it is positive
+/// definite, else a complete orthogonal decomposition (minimum-norm solutions, for redundant
+/// constraints and singular positions). Shared by the projector and the reference formulation.
+class ConstraintMatrix {
+ public:
+  explicit ConstraintMatrix(const Model& model);
+  /// Evaluates the constraints, J, M^-1 J' and S = J M^-1 J' at (t, state) and factorises S.
+  void factorise(double t, const SystemState& state);
+  /// x = S^+ rhs.
+  Eigen::VectorXd solve(const Eigen::VectorXd& rhs) const;
+  /// out = M^-1 in (6n vectors of twists or wrenches, at the last factorised state).
+  void apply_Minv(const Eigen::VectorXd& in, Eigen::VectorXd& out) const;
+  const ConstraintSet& constraints() const { return constraints_; }
+  const std::vector<ConstraintBlock>& blocks() const { return blocks_; }
+  const Eigen::SparseMatrix<double>& J() const { return J_; }
+  const Eigen::SparseMatrix<double>& MinvJt() const { return MinvJt_; }
+  const Eigen::VectorXd& phi() const { return phi_; }
+  const Eigen::VectorXd& phi_t() const { return phi_t_; }
+  const Eigen::VectorXd& gamma() const { return gamma_; }
+
+ private:
+  const Model* model_;
+  ConstraintSet constraints_;
+  std::vector<ConstraintBlock> blocks_;
+  std::vector<Mat3> inv_inertia_;  // global-frame inverse inertia of each body
+  Eigen::SparseMatrix<double> J_, MinvJt_;
+  Eigen::MatrixXd S_;
+  Eigen::VectorXd phi_, phi_t_, gamma_;
+  Eigen::LLT<Eigen::MatrixXd> llt_;
+  Eigen::CompleteOrthogonalDecomposition<Eigen::MatrixXd> cod_;
+  bool use_llt_ = false;
+};
+
+class ConstraintProjector {
+ public:
+  explicit ConstraintProjector(const Model& model);
+  /// Projects positions; returns the final max |Phi|. Stops at `tolerance` or after max_iterations.
+  double project_positions(double t, SystemState& state, double tolerance = 1e-12, int max_iterations = 20);
+  /// Projects velocities onto J V + Phi_t = 0 (at the current positions).
+  void project_velocities(double t, SystemState& state);
+
+ private:
+  /// dx = -M^-1 J' (J M^-1 J')^+ rhs, into correction_.
+  void correction(const Eigen::VectorXd& rhs);
+
+  ConstraintMatrix matrix_;
+  Eigen::VectorXd correction_;
+};
+
+/// Violations of the joints and drivers by the model's initial state.
+struct ConsistencyReport {
+  double max_position_error = 0.0, max_velocity_error = 0.0;
+  std::vector<std::string> violations;  // one line per violating joint or driver
+  bool consistent() const { return violations.empty(); }
+};
+ConsistencyReport check_initial_state(const Model& model, double tolerance);
+
+/// What --assemble did to each body.
+struct AssemblyReport {
+  std::vector<double> moved;             // |dr| of each body's centre of mass, m
+  std::vector<double> turned;            // rotation angle of each body, rad
+  std::vector<double> velocity_change;   // |dv| + |dw| of each body
+  double residual_position = 0.0, residual_velocity = 0.0;
+  std::string summary(const Model& model) const;
+};
+
+/// Returns the model with its initial state projected onto the constraints (positions, then
+/// velocities; drivers included). Throws ModelError if the positions cannot be assembled.
+Model assemble_initial_state(const Model& model, AssemblyReport& report);
+
+}  // namespace treedyn

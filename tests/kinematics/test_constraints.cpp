@@ -1,0 +1,148 @@
+// Joint constraint equations against finite differences of themselves along rigid motions, and
+// against motions each joint allows.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "support.hpp"
+#include "treedyn/kinematics.hpp"
+
+using namespace treedyn;
+using test::moved;
+using test::random_state;
+
+namespace {
+
+Joint random_joint(JointType type, std::mt19937& rng, int parent = 0, int child = 1) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Joint j;
+  j.name = "j";
+  j.type = type;
+  j.parent = parent;
+  j.child = child;
+  j.parent_frame = {Vec3(u(rng), u(rng), u(rng)), Quat(u(rng), u(rng), u(rng), u(rng)).normalized().toRotationMatrix()};
+  j.child_frame = {Vec3(u(rng), u(rng), u(rng)), Quat(u(rng), u(rng), u(rng), u(rng)).normalized().toRotationMatrix()};
+  return j;
+}
+
+Vec6 twist(const BodyState& s) {
+  Vec6 v;
+  v << s.v, s.w;
+  return v;
+}
+
+using Evaluate = std::function<void(double t, const BodyState&, const BodyState&, ConstraintBlock&)>;
+
+/// Phi_dot = J_P V_P + J_C V_C + Phi_t and Phi_ddot = -gamma (zero body accelerations) along the
+/// rigid motions r(h) = r + h v, q(h) = exp(h w) q.
+void expect_derivatives_consistent(const Evaluate& eval, const BodyState& P, const BodyState& C, double t0) {
+  const double h = 1e-4;
+  ConstraintBlock b0, bp, bm;
+  eval(t0, P, C, b0);
+  eval(t0 + h, moved(P, twist(P), h), moved(C, twist(C), h), bp);
+  eval(t0 - h, moved(P, twist(P), -h), moved(C, twist(C), -h), bm);
+  const Eigen::VectorXd rate = (bp.phi - bm.phi) / (2 * h);
+  const Eigen::VectorXd accel = (bp.phi - 2 * b0.phi + bm.phi) / (h * h);
+  EXPECT_LT((b0.J_P * twist(P) + b0.J_C * twist(C) + b0.phi_t - rate).cwiseAbs().maxCoeff(), 1e-7);
+  EXPECT_LT((accel + b0.gamma).cwiseAbs().maxCoeff(), 2e-5) << "gamma " << b0.gamma.transpose() << "\nfd " << accel.transpose();
+}
+
+const JointType kAllTypes[] = {JointType::Revolute, JointType::Prismatic, JointType::Cylindrical, JointType::Universal,
+                               JointType::Spherical, JointType::Planar, JointType::Fixed};
+
+}  // namespace
+
+TEST(JointConstraints, JacobianAndGammaMatchFiniteDifferencesForEveryJointType) {
+  std::mt19937 rng(7);
+  for (JointType type : kAllTypes) {
+    SCOPED_TRACE(to_string(type));
+    for (int trial = 0; trial < 5; ++trial) {
+      const Joint j = random_joint(type, rng);
+      const BodyState P = random_state(rng), C = random_state(rng);
+      expect_derivatives_consistent([&](double, const BodyState& p, const BodyState& c, ConstraintBlock& b) { joint_constraint(j, p, c, b); },
+                                    P, C, 0.0);
+      ConstraintBlock b;
+      joint_constraint(j, P, C, b);
+      EXPECT_EQ(b.size(), joint_constraint_count(type));
+    }
+  }
+}
+
+TEST(JointConstraints, GroundParentUsesTheGlobalFrame) {
+  std::mt19937 rng(3);
+  const Joint j = random_joint(JointType::Revolute, rng, kGround, 0);
+  const BodyState C = random_state(rng);
+  expect_derivatives_consistent([&](double, const BodyState& p, const BodyState& c, ConstraintBlock& b) { joint_constraint(j, p, c, b); },
+                                BodyState{}, C, 0.0);
+}
+
+TEST(DriverConstraints, DerivativesMatchFiniteDifferencesIncludingTime) {
+  std::mt19937 rng(11);
+  for (auto [type, coordinate] : {std::pair{JointType::Revolute, 0}, std::pair{JointType::Prismatic, 0},
+                                  std::pair{JointType::Cylindrical, 1}, std::pair{JointType::Planar, 2},
+                                  std::pair{JointType::Universal, 0}}) {
+    SCOPED_TRACE(to_string(type));
+    const Joint j = random_joint(type, rng);
+    const Driver d{"d", 0, coordinate, TimeFunction::sine(0.8, 2.0, 0.3, 0.1)};
+    expect_derivatives_consistent(
+        [&](double t, const BodyState& p, const BodyState& c, ConstraintBlock& b) { driver_constraint(d, j, t, p, c, b); },
+        random_state(rng), random_state(rng), 0.4);
+  }
+}
+
+// Each joint is satisfied by the relative motions it allows: the child frame placed on the parent
+// frame, then moved along the joint's own coordinates.
+TEST(JointConstraints, AllowedRelativeMotionsSatisfyThem) {
+  std::mt19937 rng(5);
+  for (JointType type : kAllTypes) {
+    SCOPED_TRACE(to_string(type));
+    const Joint j = random_joint(type, rng);
+    const BodyState P = random_state(rng);
+    const Mat3 F_P = P.q.toRotationMatrix() * j.parent_frame.rotation;  // parent joint frame, global
+    const Vec3 o_P = P.r + P.q * j.parent_frame.origin;
+    Mat3 rel = Mat3::Identity();
+    Vec3 shift = Vec3::Zero();  // in the parent frame
+    switch (type) {
+      case JointType::Revolute: rel = Eigen::AngleAxisd(0.7, Vec3::UnitZ()).toRotationMatrix(); break;
+      case JointType::Prismatic: shift = Vec3(0, 0, 0.4); break;
+      case JointType::Cylindrical: rel = Eigen::AngleAxisd(-1.1, Vec3::UnitZ()).toRotationMatrix(); shift = Vec3(0, 0, 0.3); break;
+      case JointType::Universal:
+        rel = Eigen::AngleAxisd(0.5, Vec3::UnitZ()).toRotationMatrix() * Eigen::AngleAxisd(-0.8, Vec3::UnitX()).toRotationMatrix();
+        break;
+      case JointType::Spherical: rel = Quat(0.3, 0.5, -0.2, 0.7).normalized().toRotationMatrix(); break;
+      case JointType::Planar: rel = Eigen::AngleAxisd(2.0, Vec3::UnitZ()).toRotationMatrix(); shift = Vec3(0.3, -0.6, 0); break;
+      default: break;
+    }
+    const Mat3 F_C = F_P * rel;  // child joint frame, global
+    BodyState C;
+    C.q = Quat(F_C * j.child_frame.rotation.transpose());
+    C.r = o_P + F_P * shift - C.q * j.child_frame.origin;
+    ConstraintBlock b;
+    joint_constraint(j, P, C, b);
+    EXPECT_LT(b.phi.cwiseAbs().maxCoeff(), 1e-14);
+  }
+}
+
+TEST(JointCoordinates, MeasureAnglesDisplacementsAndTheirRates) {
+  std::mt19937 rng(2);
+  Joint j = random_joint(JointType::Cylindrical, rng, kGround, 0);
+  // Child frame = parent frame turned by 0.9 rad about z and pushed 0.25 along z.
+  const Mat3 F_C = j.parent_frame.rotation * Eigen::AngleAxisd(0.9, Vec3::UnitZ()).toRotationMatrix();
+  BodyState C;
+  C.q = Quat(F_C * j.child_frame.rotation.transpose());
+  C.r = j.parent_frame.origin + j.parent_frame.rotation.col(2) * 0.25 - C.q * j.child_frame.origin;
+  C.v = Vec3(0.1, -0.3, 0.2);
+  C.w = Vec3(0.4, 0.2, -0.5);
+  const BodyState ground{};
+  EXPECT_NEAR(measure_coordinate(j, 0, ground, C).value, 0.9, 1e-14);
+  EXPECT_NEAR(measure_coordinate(j, 1, ground, C).value, 0.25, 1e-14);
+  const double ref = 0.9 + 4 * M_PI;
+  EXPECT_NEAR(measure_coordinate(j, 0, ground, C, &ref).value, ref, 1e-12);  // unwrapped near the reference
+  const double h = 1e-6;
+  Vec6 V;
+  V << C.v, C.w;
+  for (int k : {0, 1}) {
+    const double fd = (measure_coordinate(j, k, ground, moved(C, V, h)).value - measure_coordinate(j, k, ground, moved(C, V, -h)).value) / (2 * h);
+    EXPECT_NEAR(measure_coordinate(j, k, ground, C).rate, fd, 1e-8);
+  }
+}
