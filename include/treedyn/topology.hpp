@@ -1,0 +1,109 @@
+// treedyn — the graph of a model and the assembly tree every divide-and-conquer formulation runs on.
+//
+// The problem. A divide-and-conquer formulation (DCA, HDCA, ALi3-DCA) eliminates joints pairwise:
+// it writes equations for each body at its handles, assembles two (compound) bodies into one by
+// eliminating the loads of the joints between them, and repeats up a binary tree until one body is
+// left, whose remaining handles meet the ground. The tree decides both the cost (the number and
+// size of the handles each node carries) and the parallelism (the height of the tree).
+//
+// Required: every joint between bodies is eliminated at exactly one node, the lowest node holding
+// both its bodies; joints to ground are the root's handles; the tree serves chains, trees, single
+// and coupled loops alike. Desired: height ceil(log2 n) for n bodies, and few handles per node.
+//
+// How: recursive bisection. A node's bodies are ordered by breadth-first search inside the node and
+// split into a first and a second half; the search is started from each body in turn (up to 64
+// bodies; larger nodes start from the body nearest the ground) and the split whose halves carry
+// the fewest handles is kept. For a chain the halves are sub-chains (one joint eliminated per
+// node, two handles); for a loop they are arcs; for a tree the first half is a connected
+// neighbourhood.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "treedyn/model.hpp"
+
+namespace treedyn {
+
+/// "No body": the tree parent of a floating sub-system's first body.
+inline constexpr int kNoBody = -2;
+
+class Topology {
+ public:
+  explicit Topology(const Model& model);
+
+  /// Joints of the spanning tree grown from ground (then from each floating sub-system's first
+  /// body), in the order the search reached them.
+  const std::vector<int>& tree_joints() const { return tree_joints_; }
+  /// Loop-closing joints: those not in the spanning tree (cut joints of the joint-coordinate
+  /// formulations).
+  const std::vector<int>& loop_joints() const { return loop_joints_; }
+  /// Spanning-tree joint through which each body is reached (-1 for a floating sub-system's root).
+  int tree_joint_of(int body) const { return tree_joint_of_[static_cast<std::size_t>(body)]; }
+  /// The body on the ground side of a body's tree joint (kGround, or kNoBody for a floating root).
+  int tree_parent_of(int body) const { return tree_parent_of_[static_cast<std::size_t>(body)]; }
+  /// Joints touching each body.
+  const std::vector<int>& joints_of(int body) const { return joints_of_[static_cast<std::size_t>(body)]; }
+  /// Bodies of each connected sub-system that has no joint to ground.
+  const std::vector<std::vector<int>>& floating_subsystems() const { return floating_; }
+
+  int body_count() const { return body_count_; }
+  int constraint_equations() const { return equations_; }
+  /// Gruebler-Kutzbach count: 6 n - (number of constraint equations, drivers included).
+  int gruebler_mobility() const { return 6 * body_count_ - equations_; }
+  /// Rank of the constraint Jacobian at the initial configuration.
+  int jacobian_rank() const { return rank_; }
+  /// Degrees of freedom at the initial configuration: 6 n - rank.
+  int mobility() const { return 6 * body_count_ - rank_; }
+  /// Redundant constraint equations: equations - rank (3 for the spatial four-bar).
+  int redundant_constraints() const { return equations_ - rank_; }
+
+ private:
+  int body_count_ = 0, equations_ = 0, rank_ = 0;
+  std::vector<int> tree_joints_, loop_joints_, tree_joint_of_, tree_parent_of_;
+  std::vector<std::vector<int>> joints_of_, floating_;
+};
+
+struct AssemblyNode {
+  int left = -1, right = -1, parent = -1;
+  int body = -1;                // the body of a leaf; -1 for inner nodes
+  int height = 0;               // 0 for leaves
+  std::vector<int> bodies;      // bodies inside, ascending
+  std::vector<int> eliminated;  // joints between the left and right children, ascending
+  std::vector<int> handles;     // joints between these bodies and the rest (ground included), ascending
+  bool is_leaf() const { return body >= 0; }
+};
+
+class AssemblyTree {
+ public:
+  AssemblyTree(const Model& model, const Topology& topology);
+
+  const std::vector<AssemblyNode>& nodes() const { return nodes_; }
+  const AssemblyNode& node(int id) const { return nodes_[static_cast<std::size_t>(id)]; }
+  int root() const { return root_; }
+  int height() const { return node(root_).height; }
+  int leaf_of(int body) const { return leaf_of_[static_cast<std::size_t>(body)]; }
+  /// levels()[h]: the nodes of height h, ascending (h = 0: the leaves). Nodes of one level are
+  /// independent of each other: the parallel passes run a level at a time.
+  const std::vector<std::vector<int>>& levels() const { return levels_; }
+  /// Largest number of handles on any node.
+  int max_handles() const;
+  /// The tree drawn in ASCII with body and joint names.
+  std::string to_ascii(const Model& model) const;
+
+ private:
+  struct Context {  // graph data and scratch space for build()
+    std::vector<std::vector<int>> neighbours, joints_of_body;
+    std::vector<std::pair<int, int>> ends;  // (parent, child) of each joint
+    mutable std::vector<char> member, seen;
+  };
+  int build(std::vector<int> bodies, const Context& ctx);
+  void attach_joints(const Model& model);
+
+  std::vector<AssemblyNode> nodes_;
+  std::vector<int> leaf_of_;
+  std::vector<std::vector<int>> levels_;
+  int root_ = -1;
+};
+
+}  // namespace treedyn

@@ -1,0 +1,270 @@
+#include "treedyn/topology.hpp"
+
+#include <Eigen/OrderingMethods>
+#include <Eigen/SparseCore>
+#include <Eigen/SparseQR>
+#include <algorithm>
+#include <deque>
+#include <functional>
+#include <limits>
+
+#include "treedyn/kinematics.hpp"
+
+namespace treedyn {
+namespace {
+
+/// Rank of the constraint Jacobian at the initial configuration, by sparse rank-revealing QR of
+/// J^T (each row of J has at most 12 non-zeros, so this stays fast for thousands of bodies).
+int initial_jacobian_rank(const Model& model) {
+  const ConstraintSet constraints(model);
+  if (constraints.rows() == 0) return 0;
+  std::vector<ConstraintBlock> blocks;
+  constraints.evaluate(0.0, initial_state(model), blocks);
+  Eigen::SparseMatrix<double> J;
+  Eigen::VectorXd phi, phi_t, gamma;
+  constraints.stack(blocks, J, phi, phi_t, gamma);
+  Eigen::SparseMatrix<double> Jt = J.transpose();
+  Jt.makeCompressed();
+  Eigen::SparseQR<Eigen::SparseMatrix<double>, Eigen::COLAMDOrdering<int>> qr;
+  qr.setPivotThreshold(1e-9);
+  qr.compute(Jt);
+  return static_cast<int>(qr.rank());
+}
+
+int other_end(const Joint& j, int body) { return j.parent == body ? j.child : j.parent; }
+
+}  // namespace
+
+Topology::Topology(const Model& model)
+    : body_count_(model.body_count()),
+      equations_(model.constraint_equation_count()),
+      tree_joint_of_(static_cast<std::size_t>(model.body_count()), -1),
+      tree_parent_of_(static_cast<std::size_t>(model.body_count()), kNoBody),
+      joints_of_(static_cast<std::size_t>(model.body_count())) {
+  std::vector<int> ground_joints;
+  for (int j = 0; j < model.joint_count(); ++j) {
+    const Joint& joint = model.joints[static_cast<std::size_t>(j)];
+    for (int b : {joint.parent, joint.child})
+      (b == kGround ? ground_joints : joints_of_[static_cast<std::size_t>(b)]).push_back(j);
+  }
+  constexpr int kGroundComponent = -2, kUnreached = -1;
+  std::vector<int> component(static_cast<std::size_t>(body_count_), kUnreached);
+  std::vector<char> in_tree(model.joints.size(), 0);
+  // Breadth-first spanning forest: from ground first, then from each unreached body.
+  auto grow = [&](int start, int component_id) {
+    std::deque<int> queue{start};
+    while (!queue.empty()) {
+      const int body = queue.front();
+      queue.pop_front();
+      for (int j : body == kGround ? ground_joints : joints_of_[static_cast<std::size_t>(body)]) {
+        const Joint& joint = model.joints[static_cast<std::size_t>(j)];
+        if (in_tree[static_cast<std::size_t>(j)]) continue;
+        const int next = other_end(joint, body);
+        if (next == kGround || component[static_cast<std::size_t>(next)] != kUnreached) continue;
+        component[static_cast<std::size_t>(next)] = component_id;
+        in_tree[static_cast<std::size_t>(j)] = 1;
+        tree_joints_.push_back(j);
+        tree_joint_of_[static_cast<std::size_t>(next)] = j;
+        tree_parent_of_[static_cast<std::size_t>(next)] = body;
+        queue.push_back(next);
+      }
+    }
+  };
+  grow(kGround, kGroundComponent);
+  for (int b = 0; b < body_count_; ++b) {
+    if (component[static_cast<std::size_t>(b)] != kUnreached) continue;
+    const int id = static_cast<int>(floating_.size());
+    component[static_cast<std::size_t>(b)] = id;
+    grow(b, id);
+    floating_.emplace_back();
+  }
+  for (int b = 0; b < body_count_; ++b)
+    if (component[static_cast<std::size_t>(b)] >= 0) floating_[static_cast<std::size_t>(component[static_cast<std::size_t>(b)])].push_back(b);
+  for (int j = 0; j < model.joint_count(); ++j)
+    if (!in_tree[static_cast<std::size_t>(j)]) loop_joints_.push_back(j);
+  rank_ = initial_jacobian_rank(model);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+AssemblyTree::AssemblyTree(const Model& model, const Topology& topology)
+    : leaf_of_(static_cast<std::size_t>(model.body_count()), -1) {
+  const auto n = static_cast<std::size_t>(model.body_count());
+  Context ctx{std::vector<std::vector<int>>(n), std::vector<std::vector<int>>(n), {}, std::vector<char>(n, 0),
+              std::vector<char>(n, 0)};
+  for (int j = 0; j < model.joint_count(); ++j) {
+    const Joint& joint = model.joints[static_cast<std::size_t>(j)];
+    ctx.ends.emplace_back(joint.parent, joint.child);
+    for (int b : {joint.parent, joint.child})
+      if (b != kGround) ctx.joints_of_body[static_cast<std::size_t>(b)].push_back(j);
+    if (joint.parent != kGround && joint.child != kGround) {
+      ctx.neighbours[static_cast<std::size_t>(joint.parent)].push_back(joint.child);
+      ctx.neighbours[static_cast<std::size_t>(joint.child)].push_back(joint.parent);
+    }
+  }
+  // Start from the bodies in spanning-tree order (ground side first), then floating ones.
+  std::vector<int> order;
+  std::vector<char> listed(static_cast<std::size_t>(model.body_count()), 0);
+  for (int j : topology.tree_joints()) {
+    const Joint& joint = model.joints[static_cast<std::size_t>(j)];
+    for (int b : {joint.parent, joint.child})
+      if (b != kGround && !listed[static_cast<std::size_t>(b)]) {
+        listed[static_cast<std::size_t>(b)] = 1;
+        order.push_back(b);
+      }
+  }
+  for (int b = 0; b < model.body_count(); ++b)
+    if (!listed[static_cast<std::size_t>(b)]) order.push_back(b);
+  root_ = build(order, ctx);
+  attach_joints(model);
+  levels_.assign(static_cast<std::size_t>(height() + 1), {});
+  for (int id = 0; id < static_cast<int>(nodes_.size()); ++id) levels_[static_cast<std::size_t>(node(id).height)].push_back(id);
+}
+
+namespace {
+
+/// Breadth-first order of `bodies` inside the subset, each component from its first listed body
+/// (`start` is listed first).
+std::vector<int> bfs_order(const std::vector<int>& bodies, int start, const std::vector<std::vector<int>>& neighbours,
+                           std::vector<char>& member, std::vector<char>& seen) {
+  for (int b : bodies) {
+    member[static_cast<std::size_t>(b)] = 1;
+    seen[static_cast<std::size_t>(b)] = 0;
+  }
+  std::vector<int> order;
+  auto visit = [&](int first) {
+    if (seen[static_cast<std::size_t>(first)]) return;
+    std::deque<int> queue{first};
+    seen[static_cast<std::size_t>(first)] = 1;
+    while (!queue.empty()) {
+      const int b = queue.front();
+      queue.pop_front();
+      order.push_back(b);
+      for (int n : neighbours[static_cast<std::size_t>(b)])
+        if (member[static_cast<std::size_t>(n)] && !seen[static_cast<std::size_t>(n)]) {
+          seen[static_cast<std::size_t>(n)] = 1;
+          queue.push_back(n);
+        }
+    }
+  };
+  visit(start);
+  for (int b : bodies) visit(b);
+  for (int b : bodies) member[static_cast<std::size_t>(b)] = 0;
+  return order;
+}
+
+/// Number of joints with exactly one end among `bodies` (ground counts as outside).
+int handle_count(const std::vector<int>& bodies, const std::vector<std::vector<int>>& joints_of_body,
+                 const std::vector<std::pair<int, int>>& ends, std::vector<char>& member) {
+  for (int b : bodies) member[static_cast<std::size_t>(b)] = 1;
+  int count = 0;
+  for (int b : bodies)
+    for (int j : joints_of_body[static_cast<std::size_t>(b)]) {
+      const auto [p, c] = ends[static_cast<std::size_t>(j)];
+      const bool in_p = p >= 0 && member[static_cast<std::size_t>(p)], in_c = c >= 0 && member[static_cast<std::size_t>(c)];
+      if (in_p != in_c) ++count;  // counted once: from the end inside
+    }
+  for (int b : bodies) member[static_cast<std::size_t>(b)] = 0;
+  return count;
+}
+
+}  // namespace
+
+int AssemblyTree::build(std::vector<int> bodies, const Context& ctx) {
+  const int id = static_cast<int>(nodes_.size());
+  nodes_.emplace_back();
+  if (bodies.size() == 1) {
+    nodes_[static_cast<std::size_t>(id)].body = bodies[0];
+    nodes_[static_cast<std::size_t>(id)].bodies = bodies;
+    leaf_of_[static_cast<std::size_t>(bodies[0])] = id;
+    return id;
+  }
+  // Split a breadth-first order in halves; among the starting bodies tried, keep the split whose
+  // halves carry the fewest handles (the most of either first, then the total).
+  const auto half = static_cast<std::ptrdiff_t>((bodies.size() + 1) / 2);
+  const std::size_t tries = bodies.size() <= 64 ? bodies.size() : 1;
+  std::vector<int> best;
+  std::pair<int, int> best_score{std::numeric_limits<int>::max(), 0};
+  for (std::size_t k = 0; k < tries; ++k) {
+    std::vector<int> order = bfs_order(bodies, bodies[k], ctx.neighbours, ctx.member, ctx.seen);
+    const int a = handle_count({order.begin(), order.begin() + half}, ctx.joints_of_body, ctx.ends, ctx.member);
+    const int b = handle_count({order.begin() + half, order.end()}, ctx.joints_of_body, ctx.ends, ctx.member);
+    const std::pair<int, int> score{std::max(a, b), a + b};
+    if (score < best_score) {
+      best_score = score;
+      best = std::move(order);
+    }
+  }
+  const int left = build(std::vector<int>(best.begin(), best.begin() + half), ctx);
+  const int right = build(std::vector<int>(best.begin() + half, best.end()), ctx);
+  AssemblyNode& n = nodes_[static_cast<std::size_t>(id)];
+  n.left = left;
+  n.right = right;
+  n.height = 1 + std::max(node(left).height, node(right).height);
+  nodes_[static_cast<std::size_t>(left)].parent = id;
+  nodes_[static_cast<std::size_t>(right)].parent = id;
+  n.bodies = bodies;
+  std::sort(n.bodies.begin(), n.bodies.end());
+  return id;
+}
+
+void AssemblyTree::attach_joints(const Model& model) {
+  auto ancestors = [&](int leaf) {
+    std::vector<int> path;
+    for (int id = leaf; id != -1; id = node(id).parent) path.push_back(id);
+    return path;  // leaf ... root
+  };
+  for (int j = 0; j < model.joint_count(); ++j) {
+    const Joint& joint = model.joints[static_cast<std::size_t>(j)];
+    if (joint.parent == kGround || joint.child == kGround) {
+      const int body = joint.parent == kGround ? joint.child : joint.parent;
+      for (int id : ancestors(leaf_of(body))) nodes_[static_cast<std::size_t>(id)].handles.push_back(j);
+      continue;
+    }
+    const std::vector<int> a = ancestors(leaf_of(joint.parent)), b = ancestors(leaf_of(joint.child));
+    // Lowest common ancestor: walk both paths from the root while they agree.
+    auto ia = a.rbegin(), ib = b.rbegin();
+    while (ia + 1 != a.rend() && ib + 1 != b.rend() && *(ia + 1) == *(ib + 1)) ++ia, ++ib;
+    const int lca = *ia;
+    nodes_[static_cast<std::size_t>(lca)].eliminated.push_back(j);
+    for (const auto* path : {&a, &b})
+      for (int id : *path) {
+        if (id == lca) break;
+        nodes_[static_cast<std::size_t>(id)].handles.push_back(j);
+      }
+  }
+}
+
+int AssemblyTree::max_handles() const {
+  std::size_t m = 0;
+  for (const auto& n : nodes_) m = std::max(m, n.handles.size());
+  return static_cast<int>(m);
+}
+
+std::string AssemblyTree::to_ascii(const Model& model) const {
+  std::string out;
+  auto names = [&](const std::vector<int>& joints) {
+    std::string s;
+    for (int j : joints) s += (s.empty() ? "" : ",") + model.joints[static_cast<std::size_t>(j)].name;
+    return s;
+  };
+  std::function<void(int, const std::string&, bool, bool)> draw = [&](int id, const std::string& prefix, bool last, bool top) {
+    const AssemblyNode& n = node(id);
+    out += top ? "" : prefix + (last ? "└── " : "├── ");
+    if (n.is_leaf()) {
+      out += model.bodies[static_cast<std::size_t>(n.body)].name;
+    } else {
+      out += "(" + names(n.eliminated) + ")";
+    }
+    if (!n.handles.empty() && (top || !n.is_leaf())) out += " handles " + names(n.handles);
+    out += "\n";
+    if (n.is_leaf()) return;
+    const std::string child_prefix = top ? "" : prefix + (last ? "    " : "│   ");
+    draw(n.left, child_prefix, false, false);
+    draw(n.right, child_prefix, true, false);
+  };
+  draw(root_, "", true, true);
+  return out;
+}
+
+}  // namespace treedyn

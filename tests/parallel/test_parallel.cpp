@@ -1,0 +1,60 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+
+#include "treedyn/generators.hpp"
+#include "treedyn/parallel.hpp"
+
+using namespace treedyn;
+
+namespace {
+
+/// A pass with the shape of an assembly: each inner node combines its children's values with a
+/// non-associative floating-point formula, then a disassembly pushes values back down.
+std::vector<double> run_passes(const AssemblyTree& tree, int threads) {
+  std::vector<double> up(tree.nodes().size()), down(tree.nodes().size());
+  const Parallel par(threads, 2);
+  par.leaves(tree, [&](int id) { up[static_cast<std::size_t>(id)] = std::sin(1.0 + tree.node(id).body); });
+  par.assemble(tree, [&](int id) {
+    const AssemblyNode& n = tree.node(id);
+    up[static_cast<std::size_t>(id)] = up[static_cast<std::size_t>(n.left)] / 3.0 + std::sqrt(1.0 + up[static_cast<std::size_t>(n.right)] * up[static_cast<std::size_t>(n.right)]);
+  });
+  down[static_cast<std::size_t>(tree.root())] = up[static_cast<std::size_t>(tree.root())];
+  par.disassemble(tree, [&](int id) {
+    const AssemblyNode& n = tree.node(id);
+    down[static_cast<std::size_t>(n.left)] = down[static_cast<std::size_t>(id)] * 0.7 + up[static_cast<std::size_t>(n.left)];
+    down[static_cast<std::size_t>(n.right)] = down[static_cast<std::size_t>(id)] * 0.3 - up[static_cast<std::size_t>(n.right)];
+  });
+  return down;
+}
+
+}  // namespace
+
+TEST(Parallel, PassesGiveIdenticalResultsForAnyThreadCount) {
+  const Model m = make_chain(1000, JointType::Spherical);
+  const AssemblyTree tree(m, Topology(m));
+  const std::vector<double> serial = run_passes(tree, 1);
+  for (int threads : {2, 3, 8}) EXPECT_EQ(run_passes(tree, threads), serial) << threads;
+}
+
+TEST(Parallel, AssembleVisitsEveryInnerNodeOnceAfterItsChildren) {
+  const Model m = make_chain(77, JointType::Revolute);
+  const AssemblyTree tree(m, Topology(m));
+  std::vector<std::atomic<int>> done(tree.nodes().size());
+  std::atomic<int> violations{0};
+  Parallel(2, 1).leaves(tree, [&](int id) { done[static_cast<std::size_t>(id)]++; });
+  Parallel(2, 1).assemble(tree, [&](int id) {
+    const AssemblyNode& n = tree.node(id);
+    if (done[static_cast<std::size_t>(n.left)] != 1 || done[static_cast<std::size_t>(n.right)] != 1) ++violations;
+    done[static_cast<std::size_t>(id)]++;
+  });
+  EXPECT_EQ(violations, 0);
+  for (const auto& d : done) EXPECT_EQ(d, 1);
+}
+
+TEST(Parallel, ForEachCoversTheRange) {
+  std::vector<int> hits(1000, 0);
+  Parallel(2).for_each(1000, [&](int i) { hits[static_cast<std::size_t>(i)] += 1; });
+  EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), 1000);
+}

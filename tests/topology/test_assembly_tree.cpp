@@ -1,0 +1,120 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "support.hpp"
+#include "treedyn/generators.hpp"
+#include "treedyn/model_json.hpp"
+#include "treedyn/topology.hpp"
+
+using namespace treedyn;
+
+namespace {
+
+/// Structural invariants every assembly tree must satisfy.
+void expect_valid(const Model& m, const AssemblyTree& tree) {
+  std::vector<int> eliminated_at(m.joints.size(), -1);
+  for (int id = 0; id < static_cast<int>(tree.nodes().size()); ++id) {
+    const AssemblyNode& n = tree.node(id);
+    if (n.is_leaf()) {
+      EXPECT_EQ(n.bodies, std::vector<int>{n.body});
+      continue;
+    }
+    std::vector<int> bodies = tree.node(n.left).bodies;
+    bodies.insert(bodies.end(), tree.node(n.right).bodies.begin(), tree.node(n.right).bodies.end());
+    std::sort(bodies.begin(), bodies.end());
+    EXPECT_EQ(bodies, n.bodies);
+    EXPECT_EQ(n.height, 1 + std::max(tree.node(n.left).height, tree.node(n.right).height));
+    for (int j : n.eliminated) {
+      EXPECT_EQ(eliminated_at[static_cast<std::size_t>(j)], -1) << "joint eliminated twice";
+      eliminated_at[static_cast<std::size_t>(j)] = id;
+      const Joint& joint = m.joints[static_cast<std::size_t>(j)];
+      const auto& L = tree.node(n.left).bodies;
+      const auto& R = tree.node(n.right).bodies;
+      auto in = [](const std::vector<int>& v, int b) { return std::binary_search(v.begin(), v.end(), b); };
+      EXPECT_TRUE((in(L, joint.parent) && in(R, joint.child)) || (in(R, joint.parent) && in(L, joint.child)));
+    }
+  }
+  for (std::size_t j = 0; j < m.joints.size(); ++j) {
+    const bool to_ground = m.joints[j].parent == kGround || m.joints[j].child == kGround;
+    if (to_ground) {
+      const auto& root_handles = tree.node(tree.root()).handles;
+      EXPECT_TRUE(std::find(root_handles.begin(), root_handles.end(), static_cast<int>(j)) != root_handles.end());
+    } else {
+      EXPECT_NE(eliminated_at[j], -1) << "joint " << m.joints[j].name << " never eliminated";
+    }
+  }
+  std::size_t listed = 0;
+  for (const auto& level : tree.levels()) listed += level.size();
+  EXPECT_EQ(listed, tree.nodes().size());
+}
+
+}  // namespace
+
+TEST(AssemblyTree, ChainOfNBodiesHasHeightCeilLog2N) {
+  for (int n : {1, 2, 3, 4, 5, 7, 8, 9, 16, 100, 128, 129, 1024}) {
+    const Model m = make_chain(n, JointType::Spherical);
+    const AssemblyTree tree(m, Topology(m));
+    EXPECT_EQ(tree.height(), static_cast<int>(std::ceil(std::log2(n)))) << n;
+    EXPECT_LE(tree.max_handles(), 2) << n;
+    expect_valid(m, tree);
+  }
+}
+
+TEST(AssemblyTree, FourLinkChainIsDrawnAsExpected) {
+  const Model m = make_chain(4, JointType::Revolute);
+  const AssemblyTree tree(m, Topology(m));
+  EXPECT_EQ(tree.to_ascii(m),
+            "(joint3) handles joint1\n"
+            "├── (joint2) handles joint1,joint3\n"
+            "│   ├── link1\n"
+            "│   └── link2\n"
+            "└── (joint4) handles joint3\n"
+            "    ├── link3\n"
+            "    └── link4\n");
+}
+
+TEST(AssemblyTree, FourBarClosesItsLoopAtTheRoot) {
+  const Model m = read_model_file(test::model_path("four_bar"));
+  const AssemblyTree tree(m, Topology(m));
+  EXPECT_EQ(tree.to_ascii(m),
+            "(joint3) handles joint1,joint4\n"
+            "├── (joint2) handles joint1,joint3\n"
+            "│   ├── A\n"
+            "│   └── B\n"
+            "└── C\n");
+  expect_valid(m, tree);
+}
+
+TEST(AssemblyTree, LoopsAndCoupledLoopsGiveValidTrees) {
+  for (const char* name : {"loop4", "loop8", "double_loop8", "slider_crank", "four_link"}) {
+    SCOPED_TRACE(name);
+    const Model m = read_model_file(test::model_path(name));
+    const AssemblyTree tree(m, Topology(m));
+    expect_valid(m, tree);
+    EXPECT_EQ(tree.height(), static_cast<int>(std::ceil(std::log2(m.body_count()))));
+  }
+}
+
+// Scrambled numbering: the tree must not rely on bodies being listed in chain order
+// ("so we don't get the right answer by luck").
+TEST(AssemblyTree, ScrambledChainNumberingStillGivesALogarithmicTwoHandleTree) {
+  const Model chain = make_chain(37, JointType::Spherical);
+  std::vector<int> perm(37);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), std::mt19937(42));
+  Model m = chain;
+  for (int i = 0; i < 37; ++i) m.bodies[static_cast<std::size_t>(perm[static_cast<std::size_t>(i)])] = chain.bodies[static_cast<std::size_t>(i)];
+  for (auto& j : m.joints) {
+    if (j.parent != kGround) j.parent = perm[static_cast<std::size_t>(j.parent)];
+    j.child = perm[static_cast<std::size_t>(j.child)];
+  }
+  std::shuffle(m.joints.begin(), m.joints.end(), std::mt19937(7));
+  const AssemblyTree tree(m, Topology(m));
+  expect_valid(m, tree);
+  EXPECT_EQ(tree.height(), 6);
+  EXPECT_LE(tree.max_handles(), 2);
+}
