@@ -1,0 +1,27 @@
+// treedyn — the error a simulation stops with.
+#pragma once
+
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+namespace treedyn {
+
+/// A simulation could not continue (non-finite state, Newton failure, integrator failure). The
+/// message says what happened and where; `time` says when.
+class SimulationError : public std::runtime_error {
+ public:
+  SimulationError(double time, const std::string& what)
+      : std::runtime_error("t = " + format_time(time) + ": " + what), time_(time) {}
+  double time() const { return time_; }
+
+ private:
+  static std::string format_time(double t) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g s", t);
+    return buf;
+  }
+  double time_;
+};
+
+}  // namespace treedyn

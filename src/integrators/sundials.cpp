@@ -1,0 +1,225 @@
+// Adaptive integrators from SUNDIALS: ARKODE's explicit Runge-Kutta stepper (dopri5, bs23) and
+// CVODE's linear multistep methods (adams, bdf), both with fixed-point (functional) iteration,
+// which suits the non-stiff equations of multibody dynamics and needs no Jacobian.
+#include <arkode/arkode_erkstep.h>
+#include <cvode/cvode.h>
+#include <cvode/cvode_proj.h>
+#include <nvector/nvector_serial.h>
+#include <sunnonlinsol/sunnonlinsol_fixedpoint.h>
+
+#include <exception>
+
+#include "integrators_internal.hpp"
+#include "treedyn/errors.hpp"
+
+namespace treedyn {
+namespace {
+
+using ConstMap = Eigen::Map<const Eigen::VectorXd>;
+using Map = Eigen::Map<Eigen::VectorXd>;
+
+/// Owns the SUNDIALS context, the state vector and the callbacks' shared bookkeeping.
+class SundialsBase : public Integrator {
+ public:
+  SundialsBase(std::string name, OdeSystem& system, const IntegratorOptions& options)
+      : name_(std::move(name)), sys_(system), opt_(options) {
+    if (SUNContext_Create(nullptr, &ctx_) != 0) throw std::runtime_error("SUNDIALS: cannot create a context");
+    y_ = N_VNew_Serial(system.size(), ctx_);
+  }
+  ~SundialsBase() override {
+    N_VDestroy(y_);
+    SUNContext_Free(&ctx_);
+  }
+  SundialsBase(const SundialsBase&) = delete;
+  SundialsBase& operator=(const SundialsBase&) = delete;
+  std::string name() const override { return name_; }
+
+ protected:
+  static int rhs_callback(sunrealtype t, N_Vector y, N_Vector ydot, void* self_ptr) {
+    auto* self = static_cast<SundialsBase*>(self_ptr);
+    if (self->pending_) return -1;  // sticky: after a failure the solver must not recover by itself
+    try {
+      Map out(NV_DATA_S(ydot), NV_LENGTH_S(ydot));
+      self->sys_.rhs(t, ConstMap(NV_DATA_S(y), NV_LENGTH_S(y)), out);
+      ++self->stats_.rhs_evaluations;
+      return out.allFinite() ? 0 : 1;  // non-finite: recoverable, the integrator shortens the step
+    } catch (...) {
+      self->pending_ = std::current_exception();
+      return -1;
+    }
+  }
+
+  static void error_callback(int, const char* module, const char* function, char* msg, void* self_ptr) {
+    auto* self = static_cast<SundialsBase*>(self_ptr);
+    self->last_error_ = std::string(module) + " " + function + ": " + msg;
+  }
+
+  /// Rethrows an exception raised inside a callback, or reports the solver's error.
+  [[noreturn]] void fail(double t, int flag, const char* flag_name) {
+    if (pending_) {
+      auto e = pending_;
+      pending_ = nullptr;
+      std::rethrow_exception(e);
+    }
+    throw SimulationError(t, name_ + " failed (" + flag_name + ", flag " + std::to_string(flag) + ")" +
+                                 (last_error_.empty() ? "" : ": " + last_error_));
+  }
+
+  void load(const Eigen::VectorXd& y) { Map(NV_DATA_S(y_), NV_LENGTH_S(y_)) = y; }
+  /// Adds the solver's step and error-test-failure counters since the last call to the stats.
+  void count(long steps, long fails) {
+    stats_.steps += steps - steps_before_;
+    stats_.error_test_failures += fails - fails_before_;
+    steps_before_ = steps;
+    fails_before_ = fails;
+  }
+  Map state() { return Map(NV_DATA_S(y_), NV_LENGTH_S(y_)); }
+
+  std::string name_;
+  OdeSystem& sys_;
+  IntegratorOptions opt_;
+  SUNContext ctx_ = nullptr;
+  N_Vector y_ = nullptr;
+  std::exception_ptr pending_;
+  std::string last_error_;
+  long steps_before_ = 0, fails_before_ = 0;  // the solver's counters at the last advance()
+};
+
+// ---------------------------------------------------------------------------------------------
+
+class ArkodeErk final : public SundialsBase {
+ public:
+  ArkodeErk(const std::string& name, OdeSystem& system, const IntegratorOptions& options)
+      : SundialsBase(name, system, options) {}
+  ~ArkodeErk() override {
+    if (mem_) ERKStepFree(&mem_);
+  }
+
+  void reset(double t0, const Eigen::VectorXd& y0) override {
+    load(y0);
+    if (mem_) ERKStepFree(&mem_);
+    mem_ = ERKStepCreate(rhs_callback, t0, y_, ctx_);
+    if (!mem_) throw std::runtime_error("ARKODE: ERKStepCreate failed");
+    ERKStepSetUserData(mem_, this);
+    ERKStepSetErrHandlerFn(mem_, error_callback, this);
+    ERKStepSetTableNum(mem_, name_ == "dopri5" ? ARKODE_DORMAND_PRINCE_7_4_5 : ARKODE_BOGACKI_SHAMPINE_4_2_3);
+    ERKStepSStolerances(mem_, opt_.rtol, opt_.atol);
+    ERKStepSetMaxNumSteps(mem_, opt_.max_steps);
+    ERKStepSetPostprocessStepFn(mem_, after_step);
+    steps_before_ = fails_before_ = 0;
+  }
+
+  void advance(double t_out, Eigen::VectorXd& y) override {
+    double t = 0.0;
+    const int flag = ERKStepEvolve(mem_, t_out, y_, &t, ARK_NORMAL);
+    if (flag < 0) fail(t, flag, ERKStepGetReturnFlagName(flag));
+    long steps = 0, fails = 0;
+    ERKStepGetNumSteps(mem_, &steps);
+    ERKStepGetNumErrTestFails(mem_, &fails);
+    count(steps, fails);
+    y = state();
+  }
+
+ private:
+  /// After each accepted step: project, then bookkeeping.
+  static int after_step(sunrealtype t, N_Vector y, void* self_ptr) {
+    auto* self = static_cast<ArkodeErk*>(self_ptr);
+    try {
+      Map state(NV_DATA_S(y), NV_LENGTH_S(y));
+      if (self->opt_.project && self->sys_.project(t, state) > 0.0) ++self->stats_.projections;
+      self->sys_.accept_step(t, state);
+      return 0;
+    } catch (...) {
+      self->pending_ = std::current_exception();
+      return -1;
+    }
+  }
+
+  void* mem_ = nullptr;
+};
+
+// ---------------------------------------------------------------------------------------------
+
+class Cvode final : public SundialsBase {
+ public:
+  Cvode(const std::string& name, OdeSystem& system, const IntegratorOptions& options)
+      : SundialsBase(name, system, options) {}
+  ~Cvode() override { release(); }
+
+  void reset(double t0, const Eigen::VectorXd& y0) override {
+    load(y0);
+    release();
+    mem_ = CVodeCreate(name_ == "adams" ? CV_ADAMS : CV_BDF, ctx_);
+    if (!mem_) throw std::runtime_error("CVODE: CVodeCreate failed");
+    CVodeSetErrHandlerFn(mem_, error_callback, this);
+    CVodeInit(mem_, rhs_callback, t0, y_);
+    CVodeSetUserData(mem_, this);
+    CVodeSStolerances(mem_, opt_.rtol, opt_.atol);
+    CVodeSetMaxNumSteps(mem_, opt_.max_steps);
+    nls_ = SUNNonlinSol_FixedPoint(y_, 0, ctx_);
+    CVodeSetNonlinearSolver(mem_, nls_);
+    if (name_ == "bdf" && opt_.project) {
+      CVodeSetProjFn(mem_, project_callback);
+      CVodeSetProjErrEst(mem_, SUNFALSE);
+    }
+    steps_before_ = fails_before_ = 0;
+  }
+
+  void advance(double t_out, Eigen::VectorXd& y) override {
+    double t = 0.0;
+    const int flag = CVode(mem_, t_out, y_, &t, CV_NORMAL);
+    if (flag < 0) fail(t, flag, CVodeGetReturnFlagName(flag));
+    long steps = 0, fails = 0;
+    CVodeGetNumSteps(mem_, &steps);
+    CVodeGetNumErrTestFails(mem_, &fails);
+    count(steps, fails);
+    Map state_now = state();
+    sys_.accept_step(t_out, state_now);
+    if (name_ == "adams" && opt_.project) {
+      // CVODE projects only inside BDF; Adams is projected here, at output times, and restarted
+      // when the correction is larger than the absolute tolerance.
+      if (sys_.project(t_out, state_now) > opt_.atol) {
+        ++stats_.projections;
+        CVodeReInit(mem_, t_out, y_);
+        steps_before_ = fails_before_ = 0;
+      }
+    }
+    y = state_now;
+  }
+
+ private:
+  static int project_callback(sunrealtype t, N_Vector y, N_Vector corr, sunrealtype, N_Vector, void* self_ptr) {
+    auto* self = static_cast<Cvode*>(self_ptr);
+    try {
+      Map c(NV_DATA_S(corr), NV_LENGTH_S(corr));
+      c = ConstMap(NV_DATA_S(y), NV_LENGTH_S(y));
+      if (self->sys_.project(t, c) > 0.0) ++self->stats_.projections;
+      c -= ConstMap(NV_DATA_S(y), NV_LENGTH_S(y));
+      return 0;
+    } catch (...) {
+      self->pending_ = std::current_exception();
+      return -1;
+    }
+  }
+
+  void release() {
+    if (mem_) CVodeFree(&mem_);
+    if (nls_) SUNNonlinSolFree(nls_);
+    mem_ = nullptr;
+    nls_ = nullptr;
+  }
+
+  void* mem_ = nullptr;
+  SUNNonlinearSolver nls_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Integrator> make_sundials(const std::string& name, OdeSystem& system, const IntegratorOptions& options) {
+  if (!(options.rtol > 0.0) || !(options.atol > 0.0))
+    throw std::invalid_argument(name + ": rtol and atol must be positive");
+  if (name == "dopri5" || name == "bs23") return std::make_unique<ArkodeErk>(name, system, options);
+  return std::make_unique<Cvode>(name, system, options);
+}
+
+}  // namespace treedyn

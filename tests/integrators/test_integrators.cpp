@@ -1,0 +1,149 @@
+// Integrators as one suite: exact on polynomial solutions of their order, error shrinking by
+// 2^order when the step halves, tolerance-proportional accuracy for the adaptive ones, counted
+// right-hand sides, and failures reported with the time.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "treedyn/errors.hpp"
+#include "treedyn/integrators.hpp"
+
+using namespace treedyn;
+
+namespace {
+
+/// ydot = p'(t) for a polynomial p of degree `degree`: exact solution y = p(t).
+struct Polynomial : OdeSystem {
+  int degree;
+  explicit Polynomial(int d) : degree(d) {}
+  int size() const override { return 1; }
+  void rhs(double t, const Eigen::Ref<const Eigen::VectorXd>&, Eigen::Ref<Eigen::VectorXd> ydot) override {
+    ydot(0) = degree * std::pow(t, degree - 1);
+  }
+};
+
+/// Harmonic oscillator q'' = -q, split into position and velocity.
+struct Oscillator : OdeSystem {
+  int size() const override { return 2; }
+  int position_size() const override { return 1; }
+  void rhs(double, const Eigen::Ref<const Eigen::VectorXd>& y, Eigen::Ref<Eigen::VectorXd> ydot) override {
+    ydot(0) = y(1);
+    ydot(1) = -y(0);
+  }
+};
+
+double oscillator_error(const std::string& method, double step, double rtol = 1e-6) {
+  Oscillator sys;
+  IntegratorOptions o;
+  o.step = step;
+  o.rtol = o.atol = rtol;
+  auto integ = make_integrator(method, sys, o);
+  Eigen::VectorXd y(2);
+  y << 1.0, 0.0;
+  integ->reset(0.0, y);
+  for (int k = 1; k <= 10; ++k) integ->advance(0.2 * k, y);
+  return std::hypot(y(0) - std::cos(2.0), y(1) + std::sin(2.0));
+}
+
+}  // namespace
+
+TEST(FixedStepIntegrators, ExactOnPolynomialsOfTheirOrder) {
+  for (auto [method, degree] : {std::pair{"euler", 1}, std::pair{"rk4", 4}}) {
+    Polynomial sys(degree);
+    IntegratorOptions o;
+    o.step = 0.1;
+    auto integ = make_integrator(method, sys, o);
+    Eigen::VectorXd y = Eigen::VectorXd::Zero(1);
+    integ->reset(0.0, y);
+    integ->advance(1.3, y);
+    EXPECT_NEAR(y(0), std::pow(1.3, degree), 1e-13) << method;
+  }
+}
+
+TEST(FixedStepIntegrators, ErrorScalesWithTheirOrderWhenTheStepHalves) {
+  for (auto [method, order] : {std::pair{"euler", 1}, std::pair{"rk4", 4}, std::pair{"symplectic-euler", 1}}) {
+    const double ratio = oscillator_error(method, 0.01) / oscillator_error(method, 0.005);
+    EXPECT_NEAR(std::log2(ratio), order, 0.1) << method;
+  }
+}
+
+TEST(FixedStepIntegrators, SymplecticEulerKeepsTheOscillatorEnergyBoundedWhereEulerDoesNot) {
+  auto worst_energy_error = [](const char* method) {
+    Oscillator sys;
+    IntegratorOptions o;
+    o.step = 0.05;
+    auto integ = make_integrator(method, sys, o);
+    Eigen::VectorXd y(2);
+    y << 1.0, 0.0;
+    integ->reset(0.0, y);
+    double worst = 0.0;
+    for (int k = 1; k <= 2000; ++k) {
+      integ->advance(0.05 * k, y);
+      worst = std::max(worst, std::abs(0.5 * y.squaredNorm() - 0.5));
+    }
+    return worst;
+  };
+  EXPECT_LT(worst_energy_error("symplectic-euler"), 0.03);  // O(h) oscillation, no drift
+  EXPECT_GT(worst_energy_error("euler"), 1.0);              // grows without bound
+}
+
+TEST(AdaptiveIntegrators, AccuracyFollowsTheTolerance) {
+  for (const char* method : {"dopri5", "bs23", "adams", "bdf"}) {
+    const double loose = oscillator_error(method, 0.0, 1e-5), tight = oscillator_error(method, 0.0, 1e-9);
+    EXPECT_LT(tight, 1e-6) << method;
+    EXPECT_LT(tight, loose / 20) << method;
+  }
+}
+
+TEST(Integrators, CountStepsAndRightHandSides) {
+  Oscillator sys;
+  IntegratorOptions o;
+  o.step = 0.1;
+  auto rk4 = make_integrator("rk4", sys, o);
+  Eigen::VectorXd y(2);
+  y << 1.0, 0.0;
+  rk4->reset(0.0, y);
+  rk4->advance(1.0, y);
+  EXPECT_EQ(rk4->stats().steps, 10);
+  EXPECT_EQ(rk4->stats().rhs_evaluations, 40);
+  auto dp = make_integrator("dopri5", sys, o);
+  dp->reset(0.0, y);
+  dp->advance(1.0, y);
+  EXPECT_GT(dp->stats().steps, 0);
+  EXPECT_GE(dp->stats().rhs_evaluations, 6 * dp->stats().steps);
+}
+
+TEST(Integrators, FailureInTheRightHandSideIsReportedWithItsTime) {
+  struct Failing : Oscillator {
+    void rhs(double t, const Eigen::Ref<const Eigen::VectorXd>& y, Eigen::Ref<Eigen::VectorXd> ydot) override {
+      if (t > 0.5) throw SimulationError(t, "model exploded");
+      Oscillator::rhs(t, y, ydot);
+    }
+  };
+  for (const char* method : {"rk4", "dopri5", "adams"}) {
+    Failing sys;
+    IntegratorOptions o;
+    o.step = 0.01;
+    auto integ = make_integrator(method, sys, o);
+    Eigen::VectorXd y(2);
+    y << 1.0, 0.0;
+    integ->reset(0.0, y);
+    try {
+      integ->advance(1.0, y);
+      FAIL() << method << " did not report the failure";
+    } catch (const SimulationError& e) {
+      EXPECT_GT(e.time(), 0.5);
+      EXPECT_NE(std::string(e.what()).find("model exploded"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Integrators, UnknownNameListsTheKnownOnes) {
+  Oscillator sys;
+  try {
+    make_integrator("ode45", sys, {});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("dopri5"), std::string::npos);
+  }
+}
