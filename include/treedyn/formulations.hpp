@@ -1,0 +1,34 @@
+// treedyn — the catalogue of formulations and the settings that configure any of them.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "treedyn/formulation.hpp"
+#include "treedyn/formulations/reference.hpp"
+
+namespace treedyn {
+
+/// Settings common to every formulation; a formulation takes what applies to it.
+struct FormulationSettings {
+  std::optional<std::string> integrator;   // default: the formulation's own
+  std::optional<double> rtol, atol;        // default: the formulation's own
+  double dt = 0.01;                        // fixed-step: the step
+  int threads = 1;
+  ReferenceOptions reference;              // formulation-specific defaults live in these
+};
+
+struct FormulationInfo {
+  std::string name;
+  std::string summary;
+};
+
+const std::vector<FormulationInfo>& formulation_catalog();
+
+/// Throws std::invalid_argument for an unknown name (listing the known ones) or a bad setting.
+std::unique_ptr<Formulation> make_formulation(const std::string& name, const Model& model,
+                                              const FormulationSettings& settings);
+
+}  // namespace treedyn

@@ -1,0 +1,50 @@
+// treedyn — measures of a simulation computed from absolute body states only, by the same code
+// for every formulation: energies, the work of non-conservative loads, and the violation of every
+// joint's constraints at position, velocity and acceleration level.
+#pragma once
+
+#include <vector>
+
+#include "treedyn/formulation.hpp"
+#include "treedyn/loads.hpp"
+
+namespace treedyn {
+
+struct ConstraintErrors {
+  double position = 0.0, velocity = 0.0, acceleration = 0.0;  // Euclidean norms of Phi, Phi_dot, Phi_ddot
+};
+
+struct MetricsSample {
+  double t = 0.0;
+  double kinetic = 0.0, potential = 0.0, total = 0.0;
+  /// Work of non-conservative loads since the first sample (trapezoidal rule over samples).
+  double work_nonconservative = 0.0;
+  /// total - total(t0) - work_nonconservative; NaN when some work is unknown (drivers without
+  /// reported efforts).
+  double energy_drift = 0.0;
+  ConstraintErrors max;                // largest over joints and drivers
+  std::vector<ConstraintErrors> joints;  // per joint, then per driver
+};
+
+double kinetic_energy(const Model& model, const SystemState& state);
+
+class Metrics {
+ public:
+  explicit Metrics(const Model& model);
+  /// Evaluates a sample; successive calls accumulate the work of non-conservative loads.
+  MetricsSample evaluate(const Snapshot& snapshot);
+  /// Errors of every constraint block at one state (accelerations taken from the state).
+  std::vector<ConstraintErrors> constraint_errors(double t, const SystemState& state) const;
+
+ private:
+  double power(const Snapshot& s) const;
+
+  const Model* model_;
+  AppliedLoads loads_;
+  ConstraintSet constraints_;
+  mutable std::vector<ConstraintBlock> blocks_;
+  bool first_ = true;
+  double t_prev_ = 0.0, power_prev_ = 0.0, work_ = 0.0, energy0_ = 0.0;
+};
+
+}  // namespace treedyn

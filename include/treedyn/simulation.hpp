@@ -1,0 +1,57 @@
+// treedyn — the time loop: advances a formulation, samples it, computes the metrics, hands each
+// sample to the writers, and turns a failure into a result that says when and what.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "treedyn/formulation.hpp"
+#include "treedyn/metrics.hpp"
+
+namespace treedyn {
+
+struct RunOptions {
+  double t_end = 1.0;
+  double dt = 0.01;      // fixed-step formulations: the step; adaptive ones: the output interval
+  int sample_every = 1;  // write every k-th step (the final time is always written)
+};
+
+/// Receives every sample as it is taken (the CSV writers).
+class SampleSink {
+ public:
+  virtual ~SampleSink() = default;
+  virtual void write(const Snapshot& snapshot, const MetricsSample& metrics, const SolverStats& stats) = 0;
+};
+
+struct SimulationResult {
+  std::string status = "ok";  // "ok" or "failed"
+  std::string message;
+  std::string formulation, integrator;
+  double dt = 0.0, t_end = 0.0;
+  double t_reached = 0.0;     // last time written
+  double failure_time = 0.0;  // when a failed run failed (an adaptive integrator may have stepped past t_reached)
+  double wall_seconds = 0.0;
+  SolverStats stats;
+  long samples = 0;
+  double energy_initial = 0.0, energy_final = 0.0, energy_drift_max = 0.0;
+  ConstraintErrors constraint_error_max;
+  std::vector<std::string> warnings;
+  std::map<std::string, double> stage_seconds;
+  bool ok() const { return status == "ok"; }
+  double real_time_factor() const { return wall_seconds > 0.0 ? t_reached / wall_seconds : 0.0; }
+};
+
+using ProgressCallback = std::function<void(double t, double t_end)>;
+
+/// Runs `formulation` from its current time to options.t_end. Never throws for a failure of the
+/// simulation itself: the result says "failed", when and why, and the samples already written
+/// stay written.
+SimulationResult run_simulation(const Model& model, Formulation& formulation, const RunOptions& options,
+                                SampleSink* sink = nullptr, const ProgressCallback& progress = {});
+
+/// Throws SimulationError naming the first body whose state is not finite.
+void check_finite(const Model& model, const Snapshot& snapshot);
+
+}  // namespace treedyn

@@ -1,0 +1,223 @@
+// treedyn — command-line tool. Thin: parses, calls the library, prints.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "treedyn/formulations.hpp"
+#include "treedyn/generators.hpp"
+#include "treedyn/integrators.hpp"
+#include "treedyn/model_json.hpp"
+#include "treedyn/projection.hpp"
+#include "treedyn/result_writer.hpp"
+#include "treedyn/simulation.hpp"
+#include "treedyn/topology.hpp"
+
+namespace {
+
+using namespace treedyn;
+
+std::string sci(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3e", x);
+  return buf;
+}
+
+std::string list_formulations() {
+  std::string s = "Formulations:\n";
+  for (const auto& f : formulation_catalog()) s += "  " + f.name + std::string(14 - std::min<std::size_t>(13, f.name.size()), ' ') + f.summary + "\n";
+  s += "Integrators (--integrator):\n";
+  for (const auto& i : integrator_catalog()) s += "  " + i.name + std::string(18 - i.name.size(), ' ') + i.description + "\n";
+  return s;
+}
+
+/// A progress bar on a terminal; nothing when stderr is not a tty.
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool enabled) : enabled_(enabled && isatty(STDERR_FILENO)) {}
+  void update(double t, double t_end) {
+    if (!enabled_) return;
+    const int width = 40;
+    const int filled = t_end > 0 ? static_cast<int>(width * t / t_end) : width;
+    if (filled == last_) return;
+    last_ = filled;
+    std::fprintf(stderr, "\r[%s%s] t = %.3f / %.3f s", std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                 std::string(static_cast<std::size_t>(width - filled), '.').c_str(), t, t_end);
+    std::fflush(stderr);
+  }
+  void done() {
+    if (enabled_ && last_ >= 0) std::fprintf(stderr, "\r%s\r", std::string(70, ' ').c_str());
+  }
+
+ private:
+  bool enabled_;
+  int last_ = -1;
+};
+
+struct SimulateArgs {
+  std::string model_path, output, formulation, integrator;
+  double t_end = NAN, dt = NAN, rtol = NAN, atol = NAN, tolerance = 1e-6;
+  int threads = 1, sample_every = 1;
+  bool assemble = false, quiet = false;
+};
+
+/// Loads the model and makes its initial state consistent (or explains why it is not).
+Model load_consistent_model(const std::string& path, bool assemble, double tolerance, bool quiet) {
+  Model model = read_model_file(path);
+  const ConsistencyReport report = check_initial_state(model, tolerance);
+  if (report.consistent()) return model;
+  if (!assemble) {
+    std::string text = path + ": the initial state violates the constraints (tolerance " + sci(tolerance) + "):";
+    for (const auto& v : report.violations) text += "\n  " + v;
+    text += "\nrun with --assemble to project it onto the constraints";
+    throw ModelError(text);
+  }
+  AssemblyReport assembly;
+  Model fixed = assemble_initial_state(model, assembly);
+  if (!quiet) std::cout << assembly.summary(fixed);
+  return fixed;
+}
+
+int simulate(const SimulateArgs& a) {
+  Model model = load_consistent_model(a.model_path, a.assemble, a.tolerance, a.quiet);
+  const std::string formulation = !a.formulation.empty() ? a.formulation : model.defaults.formulation.value_or("reference");
+  RunOptions run;
+  run.t_end = !std::isnan(a.t_end) ? a.t_end : model.defaults.t_end.value_or(10.0);
+  run.dt = !std::isnan(a.dt) ? a.dt : model.defaults.dt.value_or(0.01);
+  run.sample_every = a.sample_every;
+  FormulationSettings settings;
+  settings.dt = run.dt;
+  settings.threads = a.threads;
+  if (!a.integrator.empty()) settings.integrator = a.integrator;
+  else if (model.defaults.integrator && !model.defaults.formulation) settings.integrator = model.defaults.integrator;
+  if (!std::isnan(a.rtol)) settings.rtol = a.rtol;
+  if (!std::isnan(a.atol)) settings.atol = a.atol;
+  auto f = make_formulation(formulation, model, settings);
+  const std::string out_dir = !a.output.empty() ? a.output : "results/" + model.name;
+  ResultWriter writer(model, out_dir);
+  ProgressBar bar(!a.quiet);
+  const SimulationResult r = run_simulation(model, *f, run, &writer, [&](double t, double te) { bar.update(t, te); });
+  bar.done();
+  writer.finish(r);
+  for (const auto& w : r.warnings) std::cerr << "warning: " << w << "\n";
+  if (!a.quiet) {
+    std::printf("treedyn: %s with %s (%s)\n", model.name.c_str(), r.formulation.c_str(), r.integrator.c_str());
+    std::printf("  simulated %.6g s in %.3f s wall (%.1fx real time): %ld steps, %ld RHS evaluations", r.t_reached,
+                r.wall_seconds, r.real_time_factor(), r.stats.steps, r.stats.rhs_evaluations);
+    if (r.stats.newton_iterations > 0) std::printf(", %ld Newton iterations", r.stats.newton_iterations);
+    std::printf("\n  energy: initial %.9g J, final %.9g J, largest drift %s J\n", r.energy_initial, r.energy_final,
+                std::isnan(r.energy_drift_max) ? "unknown (driver work not reported)" : sci(r.energy_drift_max).c_str());
+    std::printf("  largest constraint error: position %s, velocity %s, acceleration %s\n",
+                sci(r.constraint_error_max.position).c_str(), sci(r.constraint_error_max.velocity).c_str(),
+                sci(r.constraint_error_max.acceleration).c_str());
+    std::printf("  results: %s/{trajectory.csv, metrics.csv, summary.json}\n", out_dir.c_str());
+  }
+  if (!r.ok()) {
+    std::cerr << "treedyn: simulation failed: " << r.message << "\n"
+              << "  results up to the failure are in " << out_dir << "\n";
+    return 2;
+  }
+  return 0;
+}
+
+int info(const std::string& path) {
+  const Model model = read_model_file(path);
+  const Topology topo(model);
+  const AssemblyTree tree(model, topo);
+  std::printf("model %s: %s\n", model.name.c_str(), model.description.c_str());
+  std::printf("gravity [%g, %g, %g]\n\n%d bodies:\n", model.gravity.x(), model.gravity.y(), model.gravity.z(),
+              model.body_count());
+  for (const Body& b : model.bodies)
+    std::printf("  %-16s mass %-10g at [%g, %g, %g]\n", b.name.c_str(), b.mass, b.position.x(), b.position.y(), b.position.z());
+  std::printf("\n%d joints:\n", model.joint_count());
+  for (const Joint& j : model.joints)
+    std::printf("  %-16s %-12s %s -> %s\n", j.name.c_str(), to_string(j.type), model.body_name(j.parent).c_str(),
+                model.body_name(j.child).c_str());
+  if (!model.drivers.empty()) {
+    std::printf("\n%zu drivers:\n", model.drivers.size());
+    for (const Driver& d : model.drivers)
+      std::printf("  %-16s joint %s, coordinate %d\n", d.name.c_str(), model.joints[static_cast<std::size_t>(d.joint)].name.c_str(),
+                  d.coordinate);
+  }
+  std::printf("\nconstraint equations: %d\n", topo.constraint_equations());
+  std::printf("Gruebler-Kutzbach mobility: 6*%d - %d = %d\n", model.body_count(), topo.constraint_equations(),
+              topo.gruebler_mobility());
+  std::printf("Jacobian rank at t0: %d -> mobility %d, redundant constraints %d\n", topo.jacobian_rank(), topo.mobility(),
+              topo.redundant_constraints());
+  std::printf("loops: %zu (closing joints:", topo.loop_joints().size());
+  for (int j : topo.loop_joints()) std::printf(" %s", model.joints[static_cast<std::size_t>(j)].name.c_str());
+  std::printf(")\nfree-floating sub-systems: %zu\n", topo.floating_subsystems().size());
+  const ConsistencyReport c = check_initial_state(model, 1e-6);
+  std::printf("initial state: %s (position error %s, velocity error %s)\n", c.consistent() ? "consistent" : "INCONSISTENT",
+              sci(c.max_position_error).c_str(), sci(c.max_velocity_error).c_str());
+  std::printf("\nassembly tree: height %d, at most %d handles per node\n%s", tree.height(), tree.max_handles(),
+              tree.to_ascii(model).c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"treedyn: dynamics of constrained multi-rigid-body systems by divide and conquer"};
+  app.require_subcommand(1);
+  app.footer(list_formulations());
+
+  SimulateArgs sim;
+  auto* s = app.add_subcommand("simulate", "simulate a model, write trajectory.csv, metrics.csv, summary.json");
+  s->add_option("model", sim.model_path, "model file (JSON)")->required()->check(CLI::ExistingFile);
+  s->add_option("--formulation,-f", sim.formulation, "formulation (default: the model's, else reference)");
+  s->add_option("--t-end", sim.t_end, "end time, s (default: the model's, else 10)");
+  s->add_option("--dt", sim.dt, "step of fixed-step methods, output interval of adaptive ones, s (default: the model's, else 0.01)");
+  s->add_option("--integrator", sim.integrator, "ODE integrator of the formulation (reference default: bdf)");
+  s->add_option("--rtol", sim.rtol, "relative tolerance of adaptive integrators (reference default: 1e-10)");
+  s->add_option("--atol", sim.atol, "absolute tolerance of adaptive integrators (reference default: 1e-10)");
+  s->add_option("--threads", sim.threads, "threads for the tree passes")->capture_default_str()->check(CLI::PositiveNumber);
+  s->add_option("--sample-every", sim.sample_every, "write every k-th step")->capture_default_str()->check(CLI::PositiveNumber);
+  s->add_option("--output,-o", sim.output, "output directory (default: results/<model name>)");
+  s->add_flag("--assemble", sim.assemble, "project an inconsistent initial state onto the constraints");
+  s->add_option("--consistency-tol", sim.tolerance, "largest initial constraint violation accepted")->capture_default_str();
+  s->add_flag("--quiet,-q", sim.quiet, "print nothing but errors");
+  s->footer(list_formulations());
+
+  std::string info_path;
+  auto* i = app.add_subcommand("info", "print bodies, joints, mobility, redundancy, loops and the assembly tree");
+  i->add_option("model", info_path, "model file (JSON)")->required()->check(CLI::ExistingFile);
+
+  std::string family, joint = "spherical", gen_out;
+  int bodies = 0;
+  auto* g = app.add_subcommand("generate", "write a generated model");
+  g->add_option("family", family, "model family: chain")->required()->check(CLI::IsMember({"chain"}));
+  g->add_option("--bodies,-n", bodies, "number of bodies")->required()->check(CLI::PositiveNumber);
+  g->add_option("--joint", joint, "joint type")->capture_default_str()->check(CLI::IsMember({"spherical", "revolute"}));
+  g->add_option("--output,-o", gen_out, "model file to write")->required();
+
+  std::string asm_path, asm_out;
+  auto* as = app.add_subcommand("assemble", "project a model's initial state onto its constraints and write it");
+  as->add_option("model", asm_path, "model file (JSON)")->required()->check(CLI::ExistingFile);
+  as->add_option("--output,-o", asm_out, "model file to write")->required();
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*s) return simulate(sim);
+    if (*i) return info(info_path);
+    if (*g) {
+      write_model_file(make_chain(bodies, *joint_type_from_string(joint)), gen_out);
+      std::printf("wrote %s: %d-link %s chain\n", gen_out.c_str(), bodies, joint.c_str());
+      return 0;
+    }
+    if (*as) {
+      AssemblyReport report;
+      const Model m = assemble_initial_state(read_model_file(asm_path), report);
+      write_model_file(m, asm_out);
+      std::cout << report.summary(m) << "wrote " << asm_out << "\n";
+      return 0;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "treedyn: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

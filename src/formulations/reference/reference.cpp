@@ -1,0 +1,195 @@
+#include "treedyn/formulations/reference.hpp"
+
+#include "treedyn/errors.hpp"
+#include "treedyn/loads.hpp"
+#include "treedyn/projection.hpp"
+
+namespace treedyn {
+namespace {
+
+constexpr int kPos = 7;  // per body: r (3) + quaternion (4)
+constexpr int kVel = 6;  // per body: v (3) + w (3)
+
+class Reference final : public Formulation, private OdeSystem {
+ public:
+  Reference(const Model& model, const ReferenceOptions& options)
+      : model_(model),
+        n_(model.body_count()),
+        loads_(model),
+        matrix_(model),
+        projector_(model),
+        state_(initial_state(model)) {
+    IntegratorOptions io;
+    io.step = options.dt;
+    io.rtol = options.rtol;
+    io.atol = options.atol;
+    integrator_ = make_integrator(options.integrator, *this, io);
+    y_.resize(size());
+    pack(state_, y_);
+    integrator_->reset(0.0, y_);
+    for (const auto& f : model.frictions)
+      warnings_.push_back("reference: Coulomb friction '" + f.name + "' is ignored (not supported by this formulation)");
+  }
+
+  std::string name() const override { return "reference"; }
+  std::string integrator() const override { return integrator_->name(); }
+  double time() const override { return t_; }
+
+  void advance_to(double t) override {
+    integrator_->advance(t, y_);
+    t_ = t;
+  }
+
+  void snapshot(Snapshot& out) override {
+    unpack(y_, state_);
+    evaluate_dynamics(t_, state_);
+    out.t = t_;
+    out.bodies = state_;
+    for (int i = 0; i < n_; ++i) {
+      out.bodies[static_cast<std::size_t>(i)].a = Vdot_.segment<3>(6 * i);
+      out.bodies[static_cast<std::size_t>(i)].alpha = Vdot_.segment<3>(6 * i + 3);
+    }
+    reactions(out);
+    out.extra_power = 0.0;
+  }
+
+  SolverStats stats() const override {
+    const IntegratorStats& s = integrator_->stats();
+    return {s.steps, s.rhs_evaluations, 0, s.projections};
+  }
+
+  std::vector<std::string> warnings() const override { return warnings_; }
+
+ private:
+  // OdeSystem -------------------------------------------------------------------------------
+  int size() const override { return (kPos + kVel) * n_; }
+  int position_size() const override { return kPos * n_; }
+
+  void rhs(double t, const Eigen::Ref<const Eigen::VectorXd>& y, Eigen::Ref<Eigen::VectorXd> ydot) override {
+    unpack(y, work_);
+    evaluate_dynamics(t, work_);
+    position_rate_of(work_, ydot.head(kPos * n_));
+    ydot.tail(kVel * n_) = Vdot_;
+  }
+
+  bool position_rate(double, const Eigen::Ref<const Eigen::VectorXd>& y, Eigen::Ref<Eigen::VectorXd> qdot) override {
+    unpack(y, work_);
+    position_rate_of(work_, qdot);
+    return true;
+  }
+
+  double project(double t, Eigen::Ref<Eigen::VectorXd> y) override {
+    unpack(y, work_);
+    projector_.project_positions(t, work_, 1e-13, 10);
+    projector_.project_velocities(t, work_);
+    projected_.resize(size());
+    pack(work_, projected_);
+    const double change = (projected_ - y).cwiseAbs().maxCoeff();
+    y = projected_;
+    return change;
+  }
+
+  void accept_step(double, const Eigen::Ref<const Eigen::VectorXd>& y) override {
+    unpack(y, work_);
+    loads_.update_angle_references(work_);
+  }
+
+  // Dynamics --------------------------------------------------------------------------------
+  /// Vdot_ and lambda_ at (t, s).
+  void evaluate_dynamics(double t, const SystemState& s) {
+    loads_.evaluate(t, s, wrenches_);
+    matrix_.factorise(t, s);
+    F_.resize(6 * n_);
+    for (int i = 0; i < n_; ++i) {
+      const BodyState& st = s[static_cast<std::size_t>(i)];
+      const Mat3 A = st.q.toRotationMatrix();
+      const Mat3 J = A * model_.bodies[static_cast<std::size_t>(i)].inertia * A.transpose();
+      F_.segment<3>(6 * i) = wrenches_[static_cast<std::size_t>(i)].head<3>();
+      F_.segment<3>(6 * i + 3) = wrenches_[static_cast<std::size_t>(i)].tail<3>() - st.w.cross(J * st.w);
+    }
+    matrix_.apply_Minv(F_, Vdot_);
+    if (matrix_.constraints().rows() > 0) {
+      lambda_ = matrix_.solve(matrix_.J() * Vdot_ - matrix_.gamma());
+      Vdot_.noalias() -= matrix_.MinvJt() * lambda_;
+    }
+    if (!Vdot_.allFinite()) throw SimulationError(t, "reference: non-finite accelerations");
+  }
+
+  /// Joint reactions on the children and driver efforts from lambda_ (after evaluate_dynamics).
+  void reactions(Snapshot& out) const {
+    out.reactions.assign(model_.joints.size(), JointReaction{});
+    out.driver_efforts.assign(model_.drivers.size(), 0.0);
+    const ConstraintSet& constraints = matrix_.constraints();
+    for (int k = 0; k < constraints.block_count(); ++k) {
+      const ConstraintBlock& b = matrix_.blocks()[static_cast<std::size_t>(k)];
+      if (b.size() == 0 || b.child == kGround) continue;
+      const Vec6 w = -b.J_C.transpose() * lambda_.segment(constraints.offset(k), b.size());  // at the child's CoM
+      const BodyState& C = state_of(state_, b.child);
+      if (k < model_.joint_count()) {
+        const Joint& j = model_.joints[static_cast<std::size_t>(k)];
+        const Vec3 s_C = C.q * j.child_frame.origin;
+        out.reactions[static_cast<std::size_t>(k)] = {w.head<3>(), w.tail<3>() - s_C.cross(w.head<3>())};
+      } else {
+        const Driver& d = model_.drivers[static_cast<std::size_t>(k - model_.joint_count())];
+        const Joint& j = model_.joints[static_cast<std::size_t>(d.joint)];
+        const CoordinateMeasure m = measure_coordinate(j, d.coordinate, state_of(state_, j.parent), C);
+        const Vec3 torque_at_point = w.tail<3>() - (m.point - C.r).cross(w.head<3>());
+        out.driver_efforts[static_cast<std::size_t>(k - model_.joint_count())] =
+            m.rotation ? m.axis.dot(torque_at_point) : m.axis.dot(w.head<3>());
+      }
+    }
+  }
+
+  // State layout ----------------------------------------------------------------------------
+  void pack(const SystemState& s, Eigen::Ref<Eigen::VectorXd> y) const {
+    for (int i = 0; i < n_; ++i) {
+      const BodyState& b = s[static_cast<std::size_t>(i)];
+      y.segment<3>(kPos * i) = b.r;
+      y.segment<4>(kPos * i + 3) << b.q.w(), b.q.x(), b.q.y(), b.q.z();
+      y.segment<3>(kPos * n_ + kVel * i) = b.v;
+      y.segment<3>(kPos * n_ + kVel * i + 3) = b.w;
+    }
+  }
+
+  void unpack(const Eigen::Ref<const Eigen::VectorXd>& y, SystemState& s) const {
+    s.resize(static_cast<std::size_t>(n_));
+    for (int i = 0; i < n_; ++i) {
+      BodyState& b = s[static_cast<std::size_t>(i)];
+      b.r = y.segment<3>(kPos * i);
+      b.q = Quat(y(kPos * i + 3), y(kPos * i + 4), y(kPos * i + 5), y(kPos * i + 6)).normalized();
+      b.v = y.segment<3>(kPos * n_ + kVel * i);
+      b.w = y.segment<3>(kPos * n_ + kVel * i + 3);
+    }
+  }
+
+  /// rdot = v, pdot = 1/2 [0; w] (x) p  (w global).
+  void position_rate_of(const SystemState& s, Eigen::Ref<Eigen::VectorXd> qdot) const {
+    for (int i = 0; i < n_; ++i) {
+      const BodyState& b = s[static_cast<std::size_t>(i)];
+      qdot.segment<3>(kPos * i) = b.v;
+      const Quat pdot = Quat(0.0, 0.5 * b.w.x(), 0.5 * b.w.y(), 0.5 * b.w.z()) * b.q;
+      qdot.segment<4>(kPos * i + 3) << pdot.w(), pdot.x(), pdot.y(), pdot.z();
+    }
+  }
+
+  const Model& model_;
+  const int n_;
+  AppliedLoads loads_;
+  ConstraintMatrix matrix_;
+  ConstraintProjector projector_;
+  std::unique_ptr<Integrator> integrator_;
+  std::vector<std::string> warnings_;
+  double t_ = 0.0;
+  Eigen::VectorXd y_, projected_;
+  SystemState state_, work_;
+  std::vector<Vec6> wrenches_;
+  Eigen::VectorXd F_, Vdot_, lambda_;
+};
+
+}  // namespace
+
+std::unique_ptr<Formulation> make_reference(const Model& model, const ReferenceOptions& options) {
+  return std::make_unique<Reference>(model, options);
+}
+
+}  // namespace treedyn

@@ -1,0 +1,29 @@
+#include <stdexcept>
+
+#include "treedyn/formulations.hpp"
+
+namespace treedyn {
+
+const std::vector<FormulationInfo>& formulation_catalog() {
+  static const std::vector<FormulationInfo> catalog = {
+      {"reference", "dense absolute-coordinate Lagrange multipliers with projection, O(n^3): the oracle"},
+  };
+  return catalog;
+}
+
+std::unique_ptr<Formulation> make_formulation(const std::string& name, const Model& model,
+                                              const FormulationSettings& s) {
+  if (name == "reference") {
+    ReferenceOptions o = s.reference;
+    if (s.integrator) o.integrator = *s.integrator;
+    if (s.rtol) o.rtol = *s.rtol;
+    if (s.atol) o.atol = *s.atol;
+    o.dt = s.dt;
+    return make_reference(model, o);
+  }
+  std::string known;
+  for (const auto& f : formulation_catalog()) known += (known.empty() ? "" : ", ") + f.name;
+  throw std::invalid_argument("unknown formulation '" + name + "' (known: " + known + ")");
+}
+
+}  // namespace treedyn

@@ -1,0 +1,82 @@
+#include "treedyn/metrics.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace treedyn {
+
+double kinetic_energy(const Model& model, const SystemState& state) {
+  double T = 0.0;
+  for (std::size_t i = 0; i < state.size(); ++i) {
+    const Body& b = model.bodies[i];
+    const BodyState& s = state[i];
+    const Mat3 A = s.q.toRotationMatrix();
+    T += 0.5 * b.mass * s.v.squaredNorm() + 0.5 * s.w.dot(A * b.inertia * A.transpose() * s.w);
+  }
+  return T;
+}
+
+Metrics::Metrics(const Model& model) : model_(&model), loads_(model), constraints_(model) {}
+
+std::vector<ConstraintErrors> Metrics::constraint_errors(double t, const SystemState& state) const {
+  constraints_.evaluate(t, state, blocks_);
+  std::vector<ConstraintErrors> errors(blocks_.size());
+  for (std::size_t k = 0; k < blocks_.size(); ++k) {
+    const ConstraintBlock& b = blocks_[k];
+    if (b.size() == 0) continue;
+    Vec6 V_P = Vec6::Zero(), V_C = Vec6::Zero(), A_P = Vec6::Zero(), A_C = Vec6::Zero();
+    const BodyState& P = state_of(state, b.parent);
+    const BodyState& C = state_of(state, b.child);
+    V_P << P.v, P.w;
+    V_C << C.v, C.w;
+    A_P << P.a, P.alpha;
+    A_C << C.a, C.alpha;
+    errors[k].position = b.phi.norm();
+    errors[k].velocity = (b.J_P * V_P + b.J_C * V_C + b.phi_t).norm();
+    errors[k].acceleration = (b.J_P * A_P + b.J_C * A_C - b.gamma).norm();
+  }
+  return errors;
+}
+
+double Metrics::power(const Snapshot& s) const {
+  const Model& m = *model_;
+  double p = loads_.nonconservative_power(s.t, s.bodies) + s.extra_power;
+  if (m.drivers.empty()) return p;
+  if (s.driver_efforts.size() != m.drivers.size()) return std::numeric_limits<double>::quiet_NaN();
+  for (std::size_t d = 0; d < m.drivers.size(); ++d) {
+    const Driver& drv = m.drivers[d];
+    const Joint& j = m.joints[static_cast<std::size_t>(drv.joint)];
+    p += s.driver_efforts[d] *
+         measure_coordinate(j, drv.coordinate, state_of(s.bodies, j.parent), state_of(s.bodies, j.child)).rate;
+  }
+  return p;
+}
+
+MetricsSample Metrics::evaluate(const Snapshot& s) {
+  MetricsSample out;
+  out.t = s.t;
+  out.kinetic = kinetic_energy(*model_, s.bodies);
+  out.potential = loads_.potential_energy(s.bodies);
+  out.total = out.kinetic + out.potential;
+  const double p = power(s);
+  if (first_) {
+    energy0_ = out.total;
+    first_ = false;
+  } else {
+    work_ += 0.5 * (p + power_prev_) * (s.t - t_prev_);
+  }
+  t_prev_ = s.t;
+  power_prev_ = p;
+  loads_.update_angle_references(s.bodies);
+  out.work_nonconservative = work_;
+  out.energy_drift = out.total - energy0_ - work_;
+  out.joints = constraint_errors(s.t, s.bodies);
+  for (const ConstraintErrors& e : out.joints) {
+    out.max.position = std::max(out.max.position, e.position);
+    out.max.velocity = std::max(out.max.velocity, e.velocity);
+    out.max.acceleration = std::max(out.max.acceleration, e.acceleration);
+  }
+  return out;
+}
+
+}  // namespace treedyn

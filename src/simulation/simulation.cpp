@@ -1,0 +1,79 @@
+#include "treedyn/simulation.hpp"
+
+#include <chrono>
+#include <cmath>
+
+#include "treedyn/errors.hpp"
+
+namespace treedyn {
+
+void check_finite(const Model& model, const Snapshot& s) {
+  for (std::size_t i = 0; i < s.bodies.size(); ++i) {
+    const BodyState& b = s.bodies[i];
+    if (!b.r.allFinite() || !b.q.coeffs().allFinite() || !b.v.allFinite() || !b.w.allFinite() || !b.a.allFinite() ||
+        !b.alpha.allFinite())
+      throw SimulationError(s.t, "the state of body '" + model.bodies[i].name + "' is not finite (the simulation diverged)");
+  }
+}
+
+SimulationResult run_simulation(const Model& model, Formulation& formulation, const RunOptions& options,
+                                SampleSink* sink, const ProgressCallback& progress) {
+  using Clock = std::chrono::steady_clock;
+  SimulationResult result;
+  result.formulation = formulation.name();
+  result.integrator = formulation.integrator();
+  result.dt = options.dt;
+  result.t_end = options.t_end;
+  result.warnings = formulation.warnings();
+  const double t0 = formulation.time();
+  result.t_reached = t0;
+  Metrics metrics(model);
+  Snapshot snapshot;
+  double wall = 0.0;
+  auto sample = [&](bool first) {
+    formulation.snapshot(snapshot);
+    check_finite(model, snapshot);
+    const MetricsSample m = metrics.evaluate(snapshot);
+    if (first) result.energy_initial = m.total;
+    result.energy_final = m.total;
+    if (std::isnan(m.energy_drift) || std::isnan(result.energy_drift_max))
+      result.energy_drift_max = std::nan("");
+    else
+      result.energy_drift_max = std::max(result.energy_drift_max, std::abs(m.energy_drift));
+    result.constraint_error_max.position = std::max(result.constraint_error_max.position, m.max.position);
+    result.constraint_error_max.velocity = std::max(result.constraint_error_max.velocity, m.max.velocity);
+    result.constraint_error_max.acceleration = std::max(result.constraint_error_max.acceleration, m.max.acceleration);
+    ++result.samples;
+    if (sink) sink->write(snapshot, m, formulation.stats());
+  };
+
+  try {
+    if (!(options.dt > 0.0) || !(options.t_end >= t0)) throw SimulationError(t0, "dt must be positive and t_end >= t0");
+    const long steps = std::max(1L, std::lround((options.t_end - t0) / options.dt));
+    const int every = std::max(1, options.sample_every);
+    sample(true);
+    for (long k = 1; k <= steps; ++k) {
+      const double t = k == steps ? options.t_end : t0 + static_cast<double>(k) * options.dt;
+      const auto start = Clock::now();
+      formulation.advance_to(t);
+      wall += std::chrono::duration<double>(Clock::now() - start).count();
+      result.t_reached = t;
+      if (k % every == 0 || k == steps) sample(false);
+      if (progress) progress(t, options.t_end);
+    }
+  } catch (const SimulationError& e) {
+    result.status = "failed";
+    result.message = e.what();
+    result.failure_time = e.time();
+  } catch (const std::exception& e) {  // a formulation's own failure
+    result.status = "failed";
+    result.message = e.what();
+    result.failure_time = result.t_reached;
+  }
+  result.wall_seconds = wall;
+  result.stats = formulation.stats();
+  result.stage_seconds = formulation.stage_seconds();
+  return result;
+}
+
+}  // namespace treedyn

@@ -1,0 +1,81 @@
+#include "support.hpp"
+
+#include <cmath>
+
+namespace treedyn::test {
+
+std::string model_path(const std::string& name) { return std::string(TREEDYN_MODELS_DIR) + "/" + name + ".json"; }
+
+BodyState moved(const BodyState& s, const Vec6& twist, double h) {
+  BodyState out = s;
+  out.r = s.r + h * twist.head<3>();
+  out.q = (quat_exp<double>(h * twist.tail<3>()) * s.q).normalized();
+  return out;
+}
+
+BodyState random_state(std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  auto vec = [&] { return Vec3(u(rng), u(rng), u(rng)); };
+  BodyState s;
+  s.r = vec();
+  s.q = Quat(u(rng), u(rng), u(rng), u(rng)).normalized();
+  s.v = vec();
+  s.w = vec();
+  s.a = vec();
+  s.alpha = vec();
+  return s;
+}
+
+Eigen::VectorXd rk4(const std::function<Eigen::VectorXd(double, const Eigen::VectorXd&)>& f, Eigen::VectorXd y,
+                    double t0, double t1, double h) {
+  const long n = std::lround((t1 - t0) / h);
+  const double dt = (t1 - t0) / static_cast<double>(n);
+  double t = t0;
+  for (long i = 0; i < n; ++i) {
+    const Eigen::VectorXd k1 = f(t, y);
+    const Eigen::VectorXd k2 = f(t + dt / 2, y + dt / 2 * k1);
+    const Eigen::VectorXd k3 = f(t + dt / 2, y + dt / 2 * k2);
+    const Eigen::VectorXd k4 = f(t + dt, y + dt * k3);
+    y += dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4);
+    t += dt;
+  }
+  return y;
+}
+
+Eigen::Vector4d double_pendulum_rate(const Eigen::Vector4d& s, double m, double L, double J, double g) {
+  // Link 1 centre at (L/2) e(theta1), link 2 centre at L e(theta1) + (L/2) e(theta2), with
+  // e(theta) = (sin theta, -cos theta). Kinetic energy
+  //   T = 1/2 (J + m L^2/4 + m L^2) w1^2 + 1/2 (J + m L^2/4) w2^2 + 1/2 m L^2 cos(t1 - t2) w1 w2,
+  // potential V = -m g (L/2 cos t1) - m g (L cos t1 + L/2 cos t2).
+  const double t1 = s(0), t2 = s(1), w1 = s(2), w2 = s(3);
+  const double c = std::cos(t1 - t2), sn = std::sin(t1 - t2);
+  const double a11 = J + 1.25 * m * L * L, a22 = J + 0.25 * m * L * L, a12 = 0.5 * m * L * L * c;
+  const double r1 = -0.5 * m * L * L * sn * w2 * w2 - 1.5 * m * g * L * std::sin(t1);
+  const double r2 = 0.5 * m * L * L * sn * w1 * w1 - 0.5 * m * g * L * std::sin(t2);
+  const double det = a11 * a22 - a12 * a12;
+  return {w1, w2, (a22 * r1 - a12 * r2) / det, (a11 * r2 - a12 * r1) / det};
+}
+
+}  // namespace treedyn::test
+
+namespace treedyn::test {
+
+SimulationResult simulate(const Model& model, const std::string& formulation, const FormulationSettings& settings,
+                          double t_end, double dt, Recorder* recorder) {
+  auto f = make_formulation(formulation, model, settings);
+  RunOptions run;
+  run.t_end = t_end;
+  run.dt = dt;
+  return run_simulation(model, *f, run, recorder);
+}
+
+double max_position_difference(const Recorder& a, const Recorder& b) {
+  double worst = 0.0;
+  const std::size_t n = std::min(a.snapshots.size(), b.snapshots.size());
+  for (std::size_t k = 0; k < n; ++k)
+    for (std::size_t i = 0; i < a.snapshots[k].bodies.size(); ++i)
+      worst = std::max(worst, (a.snapshots[k].bodies[i].r - b.snapshots[k].bodies[i].r).norm());
+  return worst;
+}
+
+}  // namespace treedyn::test

@@ -1,0 +1,58 @@
+// Helpers shared by the tests: numerical differentiation, random states, model paths, and
+// independent reference solutions written out in full (not taken from the library).
+#pragma once
+
+#include <functional>
+#include <random>
+#include <string>
+
+#include "treedyn/kinematics.hpp"
+
+namespace treedyn::test {
+
+std::string model_path(const std::string& name);  // models/<name>.json
+
+/// Advances a body state rigidly by a twist for time h: r += h v, q = exp(h w) q.
+BodyState moved(const BodyState& s, const Vec6& twist, double h);
+
+/// A body state with random pose, twist and acceleration (seeded).
+BodyState random_state(std::mt19937& rng);
+
+/// Integrates ydot = f(t, y) with classical RK4 at a fixed step (for independent reference
+/// solutions inside tests).
+Eigen::VectorXd rk4(const std::function<Eigen::VectorXd(double, const Eigen::VectorXd&)>& f, Eigen::VectorXd y,
+                    double t0, double t1, double h);
+
+/// The planar double pendulum of two uniform links (mass m, length L, centroidal inertia J about
+/// the axis of rotation) hanging from a pin, written from Lagrange's equations in the absolute
+/// link angles theta1, theta2 measured from the downward vertical:
+///   M(theta) theta_ddot + c(theta, theta_dot) + g(theta) = 0.
+/// State [theta1, theta2, omega1, omega2].
+Eigen::Vector4d double_pendulum_rate(const Eigen::Vector4d& s, double m, double L, double J, double g);
+
+}  // namespace treedyn::test
+
+#include "treedyn/formulations.hpp"
+#include "treedyn/simulation.hpp"
+
+namespace treedyn::test {
+
+/// Keeps every sample of a run in memory.
+struct Recorder : SampleSink {
+  std::vector<Snapshot> snapshots;
+  std::vector<MetricsSample> metrics;
+  void write(const Snapshot& s, const MetricsSample& m, const SolverStats&) override {
+    snapshots.push_back(s);
+    metrics.push_back(m);
+  }
+};
+
+/// Runs `formulation` on `model` to t_end with samples every dt, recording them.
+SimulationResult simulate(const Model& model, const std::string& formulation, const FormulationSettings& settings,
+                          double t_end, double dt, Recorder* recorder = nullptr);
+
+/// Largest distance between the bodies' centres of mass in two recordings sampled at the same
+/// times.
+double max_position_difference(const Recorder& a, const Recorder& b);
+
+}  // namespace treedyn::test
