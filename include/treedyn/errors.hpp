@@ -1,4 +1,4 @@
-// treedyn — the error a simulation stops with.
+// treedyn — the error a simulation stops with, and number formatting for messages.
 #pragma once
 
 #include <cstdio>
@@ -6,6 +6,13 @@
 #include <string>
 
 namespace treedyn {
+
+/// x in scientific notation with 4 significant digits ("1.234e-05"), for messages.
+inline std::string sci(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3e", x);
+  return buf;
+}
 
 /// A simulation could not continue (non-finite state, Newton failure, integrator failure). The
 /// message says what happened and where; `time` says when.

@@ -25,6 +25,8 @@ class AppliedLoads {
   /// Rotational springs and actuators measure angles continuously through many turns by
   /// unwrapping against the last state given here (call after each accepted step).
   void update_angle_references(const SystemState& state);
+  /// True if the model has loads that measure joint angles (so update_angle_references matters).
+  bool measures_angles() const { return !angle_reference_.empty(); }
 
  private:
   struct SpringKinematics {

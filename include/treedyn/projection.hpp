@@ -12,10 +12,8 @@
 #include <string>
 #include <vector>
 
-#include <Eigen/Cholesky>
-#include <Eigen/QR>
-
 #include "treedyn/kinematics.hpp"
+#include "treedyn/linalg.hpp"
 
 namespace treedyn {
 
@@ -47,9 +45,7 @@ class ConstraintMatrix {
   Eigen::SparseMatrix<double> J_, MinvJt_;
   Eigen::MatrixXd S_;
   Eigen::VectorXd phi_, phi_t_, gamma_;
-  Eigen::LLT<Eigen::MatrixXd> llt_;
-  Eigen::CompleteOrthogonalDecomposition<Eigen::MatrixXd> cod_;
-  bool use_llt_ = false;
+  PsdSolver<double> solver_;
 };
 
 class ConstraintProjector {

@@ -51,7 +51,8 @@ class Topology {
   int constraint_equations() const { return equations_; }
   /// Gruebler-Kutzbach count: 6 n - (number of constraint equations, drivers included).
   int gruebler_mobility() const { return 6 * body_count_ - equations_; }
-  /// Rank of the constraint Jacobian at the initial configuration.
+  /// Rank of the constraint Jacobian at the initial configuration (tree joints' rows plus the rank
+  /// the loop-closing joints and drivers add).
   int jacobian_rank() const { return rank_; }
   /// Degrees of freedom at the initial configuration: 6 n - rank.
   int mobility() const { return 6 * body_count_ - rank_; }
@@ -88,6 +89,11 @@ class AssemblyTree {
   const std::vector<std::vector<int>>& levels() const { return levels_; }
   /// Largest number of handles on any node.
   int max_handles() const;
+  /// For the passes: the tree cut into independent subtrees (the maximal subtrees of height at
+  /// most height() - 4, so about 16 of them for a balanced tree), each listed in post-order
+  /// (children before parents, leaves included), and the nodes above them by height.
+  const std::vector<std::vector<int>>& subtrees() const { return subtrees_; }
+  const std::vector<std::vector<int>>& upper_levels() const { return upper_levels_; }
   /// The tree drawn in ASCII with body and joint names.
   std::string to_ascii(const Model& model) const;
 
@@ -99,10 +105,12 @@ class AssemblyTree {
   };
   int build(std::vector<int> bodies, const Context& ctx);
   void attach_joints(const Model& model);
+  void cut_subtrees();
 
   std::vector<AssemblyNode> nodes_;
   std::vector<int> leaf_of_;
   std::vector<std::vector<int>> levels_;
+  std::vector<std::vector<int>> subtrees_, upper_levels_;
   int root_ = -1;
 };
 

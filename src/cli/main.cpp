@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "treedyn/errors.hpp"
 #include "treedyn/formulations.hpp"
 #include "treedyn/generators.hpp"
 #include "treedyn/integrators.hpp"
@@ -19,12 +20,6 @@
 namespace {
 
 using namespace treedyn;
-
-std::string sci(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3e", x);
-  return buf;
-}
 
 std::string list_formulations() {
   std::string s = "Formulations:\n";
@@ -61,8 +56,24 @@ struct SimulateArgs {
   std::string model_path, output, formulation, integrator;
   double t_end = NAN, dt = NAN, rtol = NAN, atol = NAN, tolerance = 1e-6;
   int threads = 1, sample_every = 1;
-  bool assemble = false, quiet = false;
+  bool assemble = false, quiet = false, profile = false;
+  std::vector<double> baumgarte;  // dca: alpha, beta
 };
+
+/// Per-stage split of the time spent advancing (stages the formulation times, the rest "other").
+void print_profile(const SimulationResult& r) {
+  if (r.stage_seconds.empty() || r.wall_seconds <= 0.0) {
+    std::printf("profile: %s keeps no stage timers\n", r.formulation.c_str());
+    return;
+  }
+  double staged = 0.0;
+  for (const auto& [name, seconds] : r.stage_seconds) staged += seconds;
+  std::printf("profile (%% of %.3f s advancing):\n", r.wall_seconds);
+  for (const auto& [name, seconds] : r.stage_seconds)
+    std::printf("  %-20s %6.1f %%  %9.4f s\n", name.c_str(), 100.0 * seconds / r.wall_seconds, seconds);
+  const double other = std::max(0.0, r.wall_seconds - staged);
+  std::printf("  %-20s %6.1f %%  %9.4f s   (integrator, bookkeeping)\n", "other", 100.0 * other / r.wall_seconds, other);
+}
 
 /// Loads the model and makes its initial state consistent (or explains why it is not).
 Model load_consistent_model(const std::string& path, bool assemble, double tolerance, bool quiet) {
@@ -95,6 +106,10 @@ int simulate(const SimulateArgs& a) {
   else if (model.defaults.integrator && !model.defaults.formulation) settings.integrator = model.defaults.integrator;
   if (!std::isnan(a.rtol)) settings.rtol = a.rtol;
   if (!std::isnan(a.atol)) settings.atol = a.atol;
+  if (a.baumgarte.size() == 2) {
+    settings.dca.baumgarte_alpha = a.baumgarte[0];
+    settings.dca.baumgarte_beta = a.baumgarte[1];
+  }
   auto f = make_formulation(formulation, model, settings);
   const std::string out_dir = !a.output.empty() ? a.output : "results/" + model.name;
   ResultWriter writer(model, out_dir);
@@ -115,6 +130,7 @@ int simulate(const SimulateArgs& a) {
                 sci(r.constraint_error_max.acceleration).c_str());
     std::printf("  results: %s/{trajectory.csv, metrics.csv, summary.json}\n", out_dir.c_str());
   }
+  if (a.profile) print_profile(r);
   if (!r.ok()) {
     std::cerr << "treedyn: simulation failed: " << r.message << "\n"
               << "  results up to the failure are in " << out_dir << "\n";
@@ -171,15 +187,20 @@ int main(int argc, char** argv) {
   s->add_option("--formulation,-f", sim.formulation, "formulation (default: the model's, else reference)");
   s->add_option("--t-end", sim.t_end, "end time, s (default: the model's, else 10)");
   s->add_option("--dt", sim.dt, "step of fixed-step methods, output interval of adaptive ones, s (default: the model's, else 0.01)");
-  s->add_option("--integrator", sim.integrator, "ODE integrator of the formulation (reference default: bdf)");
-  s->add_option("--rtol", sim.rtol, "relative tolerance of adaptive integrators (reference default: 1e-10)");
-  s->add_option("--atol", sim.atol, "absolute tolerance of adaptive integrators (reference default: 1e-10)");
+  s->add_option("--integrator", sim.integrator, "ODE integrator (defaults: reference bdf, dca dopri5)");
+  s->add_option("--rtol", sim.rtol, "relative tolerance of adaptive integrators (defaults: reference 1e-10, dca 1e-6)");
+  s->add_option("--atol", sim.atol, "absolute tolerance of adaptive integrators (defaults: reference 1e-10, dca 1e-6)");
   s->add_option("--threads", sim.threads, "threads for the tree passes")->capture_default_str()->check(CLI::PositiveNumber);
   s->add_option("--sample-every", sim.sample_every, "write every k-th step")->capture_default_str()->check(CLI::PositiveNumber);
   s->add_option("--output,-o", sim.output, "output directory (default: results/<model name>)");
   s->add_flag("--assemble", sim.assemble, "project an inconsistent initial state onto the constraints");
   s->add_option("--consistency-tol", sim.tolerance, "largest initial constraint violation accepted")->capture_default_str();
   s->add_flag("--quiet,-q", sim.quiet, "print nothing but errors");
+  s->add_flag("--profile", sim.profile, "print the time split per stage of the formulation");
+  s->add_option("--baumgarte", sim.baumgarte,
+                "dca: Baumgarte stabilisation of loop-closing joints, alpha,beta (default 0,0: none, as in paper 001)")
+      ->delimiter(',')
+      ->expected(2);
   s->footer(list_formulations());
 
   std::string info_path;

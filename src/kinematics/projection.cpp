@@ -1,3 +1,4 @@
+#include "treedyn/errors.hpp"
 #include "treedyn/projection.hpp"
 
 #include <cmath>
@@ -30,20 +31,10 @@ void ConstraintMatrix::factorise(double t, const SystemState& state) {
   Minv.setFromTriplets(entries.begin(), entries.end());
   MinvJt_ = Minv * J_.transpose();
   S_ = Eigen::MatrixXd(J_ * MinvJt_);
-  // Cholesky unless S is (numerically) singular: redundant constraints or a singular position.
-  llt_.compute(S_);
-  const double diag = S_.diagonal().cwiseAbs().maxCoeff();
-  use_llt_ = llt_.info() == Eigen::Success && S_.rows() > 0 &&
-             llt_.matrixLLT().diagonal().cwiseAbs2().minCoeff() > 1e-10 * diag;
-  if (!use_llt_) {
-    cod_.setThreshold(1e-10);
-    cod_.compute(S_);
-  }
+  solver_.compute(S_);  // Cholesky, or minimum-norm when redundant or at a singular position
 }
 
-Eigen::VectorXd ConstraintMatrix::solve(const Eigen::VectorXd& rhs) const {
-  return use_llt_ ? Eigen::VectorXd(llt_.solve(rhs)) : Eigen::VectorXd(cod_.solve(rhs));
-}
+Eigen::VectorXd ConstraintMatrix::solve(const Eigen::VectorXd& rhs) const { return solver_.solve(rhs); }
 
 void ConstraintMatrix::apply_Minv(const Eigen::VectorXd& in, Eigen::VectorXd& out) const {
   out.resize(in.size());
@@ -94,13 +85,6 @@ namespace {
 std::string block_name(const Model& m, int k) {
   if (k < m.joint_count()) return "joint '" + m.joints[static_cast<std::size_t>(k)].name + "'";
   return "driver '" + m.drivers[static_cast<std::size_t>(k - m.joint_count())].name + "'";
-}
-
-std::string sci(double x) {
-  std::ostringstream s;
-  s.precision(3);
-  s << std::scientific << x;
-  return s.str();
 }
 
 }  // namespace

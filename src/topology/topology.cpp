@@ -1,8 +1,8 @@
 #include "treedyn/topology.hpp"
 
-#include <Eigen/OrderingMethods>
 #include <Eigen/SparseCore>
-#include <Eigen/SparseQR>
+#include <Eigen/SparseCholesky>
+#include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <deque>
 #include <functional>
@@ -13,22 +13,47 @@
 namespace treedyn {
 namespace {
 
-/// Rank of the constraint Jacobian at the initial configuration, by sparse rank-revealing QR of
-/// J^T (each row of J has at most 12 non-zeros, so this stays fast for thousands of bodies).
-int initial_jacobian_rank(const Model& model) {
+/// Rank of the constraint Jacobian at the initial configuration. The spanning tree's joint
+/// equations are independent (each tree joint brings a new body, and a joint's rows have full rank
+/// on its child), so rank J = rows(J_t) + rank(J_l P_t), where J_l holds the loop-closing joints'
+/// and drivers' rows and P_t projects onto the null space of J_t:
+///   rank(J_l P_t) = rank(S),  S = J_l J_l' - J_l J_t' (J_t J_t')^-1 J_t J_l'
+/// (a sparse Cholesky of the banded J_t J_t' and a small dense eigenproblem: fast for thousands of
+/// bodies with few loops).
+int initial_jacobian_rank(const Model& model, const std::vector<char>& in_tree) {
   const ConstraintSet constraints(model);
   if (constraints.rows() == 0) return 0;
   std::vector<ConstraintBlock> blocks;
   constraints.evaluate(0.0, initial_state(model), blocks);
-  Eigen::SparseMatrix<double> J;
-  Eigen::VectorXd phi, phi_t, gamma;
-  constraints.stack(blocks, J, phi, phi_t, gamma);
-  Eigen::SparseMatrix<double> Jt = J.transpose();
-  Jt.makeCompressed();
-  Eigen::SparseQR<Eigen::SparseMatrix<double>, Eigen::COLAMDOrdering<int>> qr;
-  qr.setPivotThreshold(1e-9);
-  qr.compute(Jt);
-  return static_cast<int>(qr.rank());
+  std::vector<Eigen::Triplet<double>> tree_entries, loop_entries;
+  int tree_rows = 0, loop_rows = 0;
+  for (int k = 0; k < constraints.block_count(); ++k) {
+    const ConstraintBlock& b = blocks[static_cast<std::size_t>(k)];
+    const bool tree = k < model.joint_count() && in_tree[static_cast<std::size_t>(k)];
+    int& row0 = tree ? tree_rows : loop_rows;
+    auto& entries = tree ? tree_entries : loop_entries;
+    for (int r = 0; r < b.size(); ++r)
+      for (int c = 0; c < 6; ++c) {
+        if (b.parent != kGround && b.J_P(r, c) != 0.0) entries.emplace_back(row0 + r, 6 * b.parent + c, b.J_P(r, c));
+        if (b.child != kGround && b.J_C(r, c) != 0.0) entries.emplace_back(row0 + r, 6 * b.child + c, b.J_C(r, c));
+      }
+    row0 += b.size();
+  }
+  if (loop_rows == 0) return tree_rows;
+  const int n6 = 6 * model.body_count();
+  Eigen::SparseMatrix<double> Jt(tree_rows, n6), Jl(loop_rows, n6);
+  Jt.setFromTriplets(tree_entries.begin(), tree_entries.end());
+  Jl.setFromTriplets(loop_entries.begin(), loop_entries.end());
+  Eigen::MatrixXd S = Eigen::MatrixXd(Jl * Jl.transpose());
+  if (tree_rows > 0) {
+    Eigen::SimplicialLDLT<Eigen::SparseMatrix<double>> ldlt(Jt * Jt.transpose());
+    const Eigen::MatrixXd JtJl = Eigen::MatrixXd(Jt * Jl.transpose());
+    S -= JtJl.transpose() * ldlt.solve(JtJl);
+  }
+  const Eigen::VectorXd eig = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(S, Eigen::EigenvaluesOnly).eigenvalues();
+  const double largest = std::max(eig.cwiseAbs().maxCoeff(), 1e-300);
+  // Eigenvalues of S are squared singular values: 1e-10 here is 1e-5 on the singular values.
+  return tree_rows + static_cast<int>((eig.array() > 1e-10 * largest).count());
 }
 
 int other_end(const Joint& j, int body) { return j.parent == body ? j.child : j.parent; }
@@ -82,7 +107,7 @@ Topology::Topology(const Model& model)
     if (component[static_cast<std::size_t>(b)] >= 0) floating_[static_cast<std::size_t>(component[static_cast<std::size_t>(b)])].push_back(b);
   for (int j = 0; j < model.joint_count(); ++j)
     if (!in_tree[static_cast<std::size_t>(j)]) loop_joints_.push_back(j);
-  rank_ = initial_jacobian_rank(model);
+  rank_ = initial_jacobian_rank(model, in_tree);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -119,6 +144,33 @@ AssemblyTree::AssemblyTree(const Model& model, const Topology& topology)
   attach_joints(model);
   levels_.assign(static_cast<std::size_t>(height() + 1), {});
   for (int id = 0; id < static_cast<int>(nodes_.size()); ++id) levels_[static_cast<std::size_t>(node(id).height)].push_back(id);
+  cut_subtrees();
+}
+
+void AssemblyTree::cut_subtrees() {
+  const int cut = std::max(0, height() - 4);
+  std::function<void(int, std::vector<int>&)> postorder = [&](int id, std::vector<int>& out) {
+    const AssemblyNode& n = node(id);
+    if (!n.is_leaf()) {
+      postorder(n.left, out);
+      postorder(n.right, out);
+    }
+    out.push_back(id);
+  };
+  std::function<void(int)> visit = [&](int id) {  // left to right
+    const AssemblyNode& n = node(id);
+    if (n.height <= cut) {
+      subtrees_.emplace_back();
+      postorder(id, subtrees_.back());
+      return;
+    }
+    visit(n.left);
+    visit(n.right);
+  };
+  visit(root_);
+  upper_levels_.assign(static_cast<std::size_t>(std::max(0, height() - cut)), {});
+  for (int h = cut + 1; h <= height(); ++h)
+    for (int id : levels_[static_cast<std::size_t>(h)]) upper_levels_[static_cast<std::size_t>(h - cut - 1)].push_back(id);
 }
 
 namespace {

@@ -15,11 +15,13 @@ namespace {
 std::vector<double> run_passes(const AssemblyTree& tree, int threads) {
   std::vector<double> up(tree.nodes().size()), down(tree.nodes().size());
   const Parallel par(threads, 2);
-  par.leaves(tree, [&](int id) { up[static_cast<std::size_t>(id)] = std::sin(1.0 + tree.node(id).body); });
-  par.assemble(tree, [&](int id) {
-    const AssemblyNode& n = tree.node(id);
-    up[static_cast<std::size_t>(id)] = up[static_cast<std::size_t>(n.left)] / 3.0 + std::sqrt(1.0 + up[static_cast<std::size_t>(n.right)] * up[static_cast<std::size_t>(n.right)]);
-  });
+  par.assemble(
+      tree, [&](int id) { up[static_cast<std::size_t>(id)] = std::sin(1.0 + tree.node(id).body); },
+      [&](int id) {
+        const AssemblyNode& n = tree.node(id);
+        up[static_cast<std::size_t>(id)] = up[static_cast<std::size_t>(n.left)] / 3.0 +
+                                           std::sqrt(1.0 + up[static_cast<std::size_t>(n.right)] * up[static_cast<std::size_t>(n.right)]);
+      });
   down[static_cast<std::size_t>(tree.root())] = up[static_cast<std::size_t>(tree.root())];
   par.disassemble(tree, [&](int id) {
     const AssemblyNode& n = tree.node(id);
@@ -38,19 +40,41 @@ TEST(Parallel, PassesGiveIdenticalResultsForAnyThreadCount) {
   for (int threads : {2, 3, 8}) EXPECT_EQ(run_passes(tree, threads), serial) << threads;
 }
 
-TEST(Parallel, AssembleVisitsEveryInnerNodeOnceAfterItsChildren) {
-  const Model m = make_chain(77, JointType::Revolute);
+TEST(Parallel, PassesVisitEveryNodeOnceChildrenBeforeParentsAndBack) {
+  const Model m = make_chain(777, JointType::Revolute);
   const AssemblyTree tree(m, Topology(m));
-  std::vector<std::atomic<int>> done(tree.nodes().size());
-  std::atomic<int> violations{0};
-  Parallel(2, 1).leaves(tree, [&](int id) { done[static_cast<std::size_t>(id)]++; });
-  Parallel(2, 1).assemble(tree, [&](int id) {
-    const AssemblyNode& n = tree.node(id);
-    if (done[static_cast<std::size_t>(n.left)] != 1 || done[static_cast<std::size_t>(n.right)] != 1) ++violations;
-    done[static_cast<std::size_t>(id)]++;
-  });
-  EXPECT_EQ(violations, 0);
-  for (const auto& d : done) EXPECT_EQ(d, 1);
+  for (int threads : {1, 2}) {
+    std::vector<std::atomic<int>> up(tree.nodes().size()), down(tree.nodes().size());
+    std::atomic<int> violations{0};
+    Parallel(threads, 1).assemble(
+        tree, [&](int id) { up[static_cast<std::size_t>(id)]++; },
+        [&](int id) {
+          const AssemblyNode& n = tree.node(id);
+          if (up[static_cast<std::size_t>(n.left)] != 1 || up[static_cast<std::size_t>(n.right)] != 1) ++violations;
+          up[static_cast<std::size_t>(id)]++;
+        });
+    down[static_cast<std::size_t>(tree.root())] = 1;
+    auto from_parent = [&](int id) {
+      if (id != tree.root() && down[static_cast<std::size_t>(tree.node(id).parent)] != 1) ++violations;
+      if (id != tree.root()) down[static_cast<std::size_t>(id)]++;
+    };
+    Parallel(threads, 1).disassemble(tree, from_parent, from_parent);
+    EXPECT_EQ(violations, 0) << threads;
+    for (const auto& u : up) EXPECT_EQ(u, 1);
+    for (const auto& d : down) EXPECT_EQ(d, 1);
+  }
+}
+
+TEST(Parallel, SubtreesAndUpperLevelsCoverTheTreeOnce) {
+  const Model m = make_chain(1024, JointType::Spherical);
+  const AssemblyTree tree(m, Topology(m));
+  std::vector<int> seen(tree.nodes().size(), 0);
+  for (const auto& s : tree.subtrees())
+    for (int id : s) seen[static_cast<std::size_t>(id)]++;
+  for (const auto& level : tree.upper_levels())
+    for (int id : level) seen[static_cast<std::size_t>(id)]++;
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<long>(seen.size()));
+  EXPECT_EQ(tree.subtrees().size(), 16u);  // height 10, cut at height 6
 }
 
 TEST(Parallel, ForEachCoversTheRange) {

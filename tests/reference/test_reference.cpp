@@ -63,29 +63,11 @@ TEST(Reference, PendulumHasItsSmallAnglePeriod) {
 // Planar double pendulum against Lagrange's equations in the two link angles (written out in
 // tests/support), integrated independently with RK4 at h = 1e-4: positions agree to 1e-7 over 5 s.
 TEST(Reference, PlanarDoublePendulumMatchesLagrangeEquations) {
-  const double m = 1.0, L = 1.0, J = 0.1, g = 9.81, t1 = 0.8, t2 = -0.3;
-  ModelBuilder b("double pendulum");
-  b.gravity({0, -g, 0});
-  const Vec3 e1(std::sin(t1), -std::cos(t1), 0), e2(std::sin(t2), -std::cos(t2), 0);
-  b.body(bar("l1", 0.5 * L * e1, t1 - M_PI / 2, m, J * Mat3::Identity()));
-  b.body(bar("l2", L * e1 + 0.5 * L * e2, t2 - M_PI / 2, m, J * Mat3::Identity()));
-  b.joint(JointSpec::at("j1", JointType::Revolute, "ground", "l1", {0, 0, 0}));
-  b.joint(JointSpec::at("j2", JointType::Revolute, "l1", "l2", L * e1));
-  const Model model = b.build();
+  const test::DoublePendulumCase c;
   test::Recorder rec;
-  const auto r = test::simulate(model, "reference", tight(1e-12), 5.0, 0.5, &rec);
+  const auto r = test::simulate(test::double_pendulum_model(c), "reference", tight(1e-12), 5.0, 0.5, &rec);
   ASSERT_TRUE(r.ok()) << r.message;
-  Eigen::VectorXd y(4);
-  y << t1, t2, 0, 0;
-  double t = 0, worst = 0;
-  for (const Snapshot& s : rec.snapshots) {
-    y = test::rk4([&](double, const Eigen::VectorXd& x) { return Eigen::VectorXd(test::double_pendulum_rate(x, m, L, J, g)); }, y, t, s.t, 1e-4);
-    t = s.t;
-    const Vec3 c1 = 0.5 * L * Vec3(std::sin(y(0)), -std::cos(y(0)), 0);
-    const Vec3 c2 = 2 * c1 + 0.5 * L * Vec3(std::sin(y(1)), -std::cos(y(1)), 0);
-    worst = std::max({worst, (s.bodies[0].r - c1).norm(), (s.bodies[1].r - c2).norm()});
-  }
-  EXPECT_LT(worst, 1e-7);
+  EXPECT_LT(test::max_deviation_from_lagrange(rec, c), 1e-7);
 }
 
 // Released from horizontal at rest: angular acceleration alpha = m g d / I_O, so the pin pushes up

@@ -60,7 +60,9 @@ TEST(Simulation, DivergenceEndsTheRunWithAMessageAndKeepsTheResults) {
     // Everything sampled before the failure is on disk (dopri5 steps far past the samples on
     // this smooth problem before it meets the NaN, so it has written fewer).
     EXPECT_EQ(lines_in(dir + "/trajectory.csv"), static_cast<std::size_t>(r.samples) + 1);
-    if (std::string(integrator) == "rk4") EXPECT_EQ(r.samples, 50);
+    if (std::string(integrator) == "rk4") {
+      EXPECT_EQ(r.samples, 50);
+    }
     std::ifstream summary(dir + "/summary.json");
     const std::string text((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
     EXPECT_NE(text.find("\"status\": \"failed\""), std::string::npos);

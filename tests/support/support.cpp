@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "treedyn/model_builder.hpp"
+
 namespace treedyn::test {
 
 std::string model_path(const std::string& name) { return std::string(TREEDYN_MODELS_DIR) + "/" + name + ".json"; }
@@ -75,6 +77,40 @@ double max_position_difference(const Recorder& a, const Recorder& b) {
   for (std::size_t k = 0; k < n; ++k)
     for (std::size_t i = 0; i < a.snapshots[k].bodies.size(); ++i)
       worst = std::max(worst, (a.snapshots[k].bodies[i].r - b.snapshots[k].bodies[i].r).norm());
+  return worst;
+}
+
+Model double_pendulum_model(const DoublePendulumCase& c) {
+  ModelBuilder b("planar double pendulum");
+  b.gravity({0, -c.g, 0});
+  const Vec3 e1(std::sin(c.theta1), -std::cos(c.theta1), 0), e2(std::sin(c.theta2), -std::cos(c.theta2), 0);
+  auto link = [&](const std::string& name, const Vec3& centre, double theta) {
+    Body body;
+    body.name = name;
+    body.mass = c.m;
+    body.inertia = c.J * Mat3::Identity();
+    body.position = centre;
+    body.orientation = Quat(Eigen::AngleAxisd(theta, Vec3::UnitZ()));
+    return body;
+  };
+  b.body(link("l1", 0.5 * c.L * e1, c.theta1)).body(link("l2", c.L * e1 + 0.5 * c.L * e2, c.theta2));
+  b.joint(JointSpec::at("j1", JointType::Revolute, "ground", "l1", {0, 0, 0}));
+  b.joint(JointSpec::at("j2", JointType::Revolute, "l1", "l2", c.L * e1));
+  return b.build();
+}
+
+double max_deviation_from_lagrange(const Recorder& recording, const DoublePendulumCase& c) {
+  Eigen::VectorXd y(4);
+  y << c.theta1, c.theta2, 0, 0;
+  auto rate = [&](double, const Eigen::VectorXd& x) { return Eigen::VectorXd(double_pendulum_rate(x, c.m, c.L, c.J, c.g)); };
+  double t = 0, worst = 0;
+  for (const Snapshot& s : recording.snapshots) {
+    y = rk4(rate, y, t, s.t, 1e-4);
+    t = s.t;
+    const Vec3 c1 = 0.5 * c.L * Vec3(std::sin(y(0)), -std::cos(y(0)), 0);
+    const Vec3 c2 = 2 * c1 + 0.5 * c.L * Vec3(std::sin(y(1)), -std::cos(y(1)), 0);
+    worst = std::max({worst, (s.bodies[0].r - c1).norm(), (s.bodies[1].r - c2).norm()});
+  }
   return worst;
 }
 

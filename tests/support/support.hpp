@@ -55,4 +55,16 @@ SimulationResult simulate(const Model& model, const std::string& formulation, co
 /// times.
 double max_position_difference(const Recorder& a, const Recorder& b);
 
+/// The planar double pendulum of double_pendulum_rate as a Model: links l1, l2 (mass m, length L,
+/// inertia J about every axis) at angles theta1, theta2 from the downward vertical, pins j1 at the
+/// origin and j2 between the links, axes along z, gravity -g along y.
+struct DoublePendulumCase {
+  double m = 1.0, L = 1.0, J = 0.1, g = 9.81, theta1 = 0.8, theta2 = -0.3;
+};
+Model double_pendulum_model(const DoublePendulumCase& c);
+
+/// Largest distance of the recorded link centres from Lagrange's solution (double_pendulum_rate,
+/// released at rest, integrated by RK4 at h = 1e-4 between the recorded times).
+double max_deviation_from_lagrange(const Recorder& recording, const DoublePendulumCase& c);
+
 }  // namespace treedyn::test

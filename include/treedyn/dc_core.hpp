@@ -1,0 +1,210 @@
+// treedyn — the divide-and-conquer core shared by the joint-coordinate formulations (dca, hdca,
+// spatial and planar, float and double).
+//
+// Every (physical or compound) body relates a kinematic quantity x at each of its handles
+// (acceleration for dca, velocity for hdca) to the loads f applied at its handles:
+//     x_i = sum_j K_ij f_j + b_i                      (paper 001 Eqs. 15-16; 004 Eqs. 11-12)
+// A handle is a joint; the joint's two bodies see it through rows G_p, G_c:
+//     G_p x_p + G_c x_c = r,     f_p = G_p' lambda,   f_c = G_c' lambda
+// (for a joint eliminated in joint coordinates G_c = D', G_p = -D', r = 0 for hdca,
+// r = D' kappa for dca, so that f_c = D lambda = -f_p: Newton's third law, paper 001 Eq. 25).
+//
+// Assembly of bodies A and B into C eliminates the loads of the joints E between them. With
+// m rows in E,
+//     Z = sum_{s in A,B} G_s K^s_EE G_s'                        (m x m)
+//     Y_i = K^s_{iE} G_s'   for every remaining handle i       (Dim x m)
+//     beta_hat = Z^+ (r - sum_s G_s b^s_E)
+//     K^C_ij = [same side] K^s_ij - Y_i Z^+ Y_j',   b^C_i = b^s_i + Y_i beta_hat
+// For one joint between two two-handle bodies this is paper 001's Eqs. 27-36 (W = -D Z^-1 D',
+// beta = -D beta_hat) in the leaner form of paper 004, Eqs. 27-37 (W^A, W^B, beta_hat: the
+// m-dimensional intermediates). Disassembly recovers
+//     lambda = beta_hat - Z^+ sum_j Y_j' f_j
+// and passes f = G' lambda to the children's eliminated handles. The base connection is the same
+// elimination of the root's handles against ground (which has no handle equations):
+//     lambda = Z^+ (r - G b)                                   (paper 001 Eqs. 43-45)
+// Z^+ is a Cholesky solve, or the minimum-norm solution when Z is singular (redundant loops).
+//
+// Glossary (symbol -> code): K_ij -> K[i*h + j] (xi_ij in 001/004, Phi_ij in Featherstone's DCA),
+// b_i -> b[i] (xi_i0; bias accelerations), f_i -> f[i] (T_i: impulses; forces), Z, Y_i, beta_hat,
+// lambda (sigma) as named. All per-node storage is sized once by HandleTree's constructor.
+#pragma once
+
+#include <algorithm>
+#include <span>
+#include <vector>
+
+#include "treedyn/linalg.hpp"
+#include "treedyn/model.hpp"
+#include "treedyn/parallel.hpp"
+#include "treedyn/topology.hpp"
+
+namespace treedyn::dc {
+
+template <class S, int Dim>
+struct Types {
+  using Vec = Eigen::Matrix<S, Dim, 1>;
+  using Mat = Eigen::Matrix<S, Dim, Dim>;
+};
+
+/// A joint's equations as its two bodies see them: G_p x_p + G_c x_c = r, in the first `rows`
+/// rows; the remaining rows of G_p, G_c and r are zero (fixed-size storage, no heap).
+template <class S, int Dim>
+struct JointRows {
+  typename Types<S, Dim>::Mat G_p = Types<S, Dim>::Mat::Zero(), G_c = Types<S, Dim>::Mat::Zero();
+  typename Types<S, Dim>::Vec r = Types<S, Dim>::Vec::Zero();
+  int rows = 0;
+  /// Zeroes everything and sets the row count.
+  void reset(int n) {
+    G_p.setZero();
+    G_c.setZero();
+    r.setZero();
+    rows = n;
+  }
+};
+
+/// Which bodies hold a joint's p and c sides, and how many rows it has.
+struct JointSides {
+  int body_p = kGround, body_c = kGround;
+  int rows = 0;
+};
+
+/// The m-dimensional intermediates of one elimination (paper 004's C, W^A, W^B, beta_hat), with a
+/// compile-time bound on m (stack storage for the common single-joint case) or Eigen::Dynamic.
+template <class S, int Dim, int MaxM>
+struct Elimination {
+  using MatZ = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, 0, MaxM, MaxM>;
+  using VecM = Eigen::Matrix<S, Eigen::Dynamic, 1, 0, MaxM, 1>;
+  using YBlock = Eigen::Matrix<S, Dim, Eigen::Dynamic, 0, Dim, MaxM>;  // Y_i: Dim x m
+  using WBlock = Eigen::Matrix<S, Eigen::Dynamic, Dim, 0, MaxM, Dim>;  // W_i = Z^+ Y_i': m x Dim
+  MatZ Z;
+  VecM beta_hat, lambda;
+  std::vector<YBlock> Y;
+  std::vector<WBlock> W;
+  PsdSolver<S, MaxM> solver;
+  void resize(int m, int handles) {
+    Z.setZero(m, m);
+    beta_hat.setZero(m);
+    lambda.setZero(m);
+    Y.assign(static_cast<std::size_t>(handles), YBlock::Zero(Dim, m));
+    W.assign(static_cast<std::size_t>(handles), WBlock::Zero(m, Dim));
+    solver = PsdSolver<S, MaxM>(m);
+  }
+};
+
+/// The elimination of a single joint of m <= Dim rows, in fixed-size storage: W_i, beta_hat and
+/// lambda use their first m rows (Y_i lives only inside the kernel). The kernels are compiled for
+/// each m.
+template <class S, int Dim>
+struct SingleElimination {
+  using Mat = Eigen::Matrix<S, Dim, Dim>;
+  using Vec = Eigen::Matrix<S, Dim, 1>;
+  Vec beta_hat = Vec::Zero(), lambda = Vec::Zero();
+  std::span<Mat> W;  // per handle: W_i = Z^+ Y_i' (m x Dim), in HandleTree's arena
+  bool singular = false;
+};
+
+/// Most handles a node may have for the single-joint kernel's stack storage.
+inline constexpr int kMaxSingleHandles = 8;
+
+template <class S, int Dim>
+class HandleTree {
+ public:
+  using T = Types<S, Dim>;
+  using Vec = typename T::Vec;
+  using Mat = typename T::Mat;
+  using Single = SingleElimination<S, Dim>;
+  using Multiple = Elimination<S, Dim, Eigen::Dynamic>;
+
+  struct Eliminated {
+    int joint, offset, rows;
+    int left, right;  // its handle index in the left and right child (for the base: in the root)
+    bool p_left;      // the left child (for the base: the root) holds the p side
+  };
+
+  struct Node {
+    std::vector<int> handles;  // joints (AssemblyNode::handles)
+    std::vector<char> holds_p; // per handle: this node holds the joint's p side
+    // K, b, f live in HandleTree's arenas, laid out in the order the passes visit the nodes.
+    std::span<Mat> K;          // handles x handles blocks, K[i * h + j]
+    std::span<Vec> b;
+    std::span<Vec> f;          // loads at the handles, after disassembly
+    // Elimination of the joints between the children (inner nodes).
+    std::vector<Eliminated> eliminated;
+    struct Source {
+      int side, index;  // child (0 left, 1 right) and handle index there
+    };
+    std::vector<Source> from;  // per handle
+    int m = 0;                 // equations eliminated here
+    Single single;             // used when exactly one joint is eliminated
+    Multiple multiple;         // used when several are
+    int size() const { return static_cast<int>(handles.size()); }
+    Mat& k(int i, int j) { return K[static_cast<std::size_t>(i * size() + j)]; }
+    const Mat& k(int i, int j) const { return K[static_cast<std::size_t>(i * size() + j)]; }
+  };
+
+  /// sides[j]: the bodies and row count of every model joint j.
+  HandleTree(const AssemblyTree& tree, std::vector<JointSides> sides);
+  HandleTree(const HandleTree&) = delete;  // nodes point into the arenas
+  HandleTree& operator=(const HandleTree&) = delete;
+
+  const AssemblyTree& tree() const { return *tree_; }
+  Node& node(int id) { return nodes_[static_cast<std::size_t>(id)]; }
+  const Node& node(int id) const { return nodes_[static_cast<std::size_t>(id)]; }
+  Node& leaf(int body) { return node(tree_->leaf_of(body)); }
+  const JointSides& sides(int joint) const { return sides_[static_cast<std::size_t>(joint)]; }
+  /// Handle index of `joint` in a node (-1 if absent).
+  static int handle_index(const Node& n, int joint) {
+    const auto it = std::lower_bound(n.handles.begin(), n.handles.end(), joint);
+    return it != n.handles.end() && *it == joint ? static_cast<int>(it - n.handles.begin()) : -1;
+  }
+
+  /// Leaves' K and b must be filled; rows[j] holds every joint's rows. Runs the assembly, the
+  /// base connection and the disassembly: afterwards every node's f holds its handle loads.
+  void solve(const std::vector<JointRows<S, Dim>>& rows, const Parallel& parallel) {
+    assemble(rows, parallel, [](int) {});
+    connect_base(rows);
+    disassemble(rows, parallel, [](int) {});
+  }
+
+  /// The three passes of solve(), for formulations that time them separately. assemble() calls
+  /// leaf(body) to fill each leaf's K and b just before its parent uses them; disassemble() calls
+  /// leaf(body) once the leaf's loads f are known.
+  template <class Leaf>
+  void assemble(const std::vector<JointRows<S, Dim>>& rows, const Parallel& parallel, Leaf&& leaf) {
+    parallel.assemble(*tree_, [&](int id) { leaf(tree_->node(id).body); }, [&](int id) { assemble_node(id, rows); });
+  }
+  void connect_base(const std::vector<JointRows<S, Dim>>& rows);
+  template <class Leaf>
+  void disassemble(const std::vector<JointRows<S, Dim>>& rows, const Parallel& parallel, Leaf&& leaf) {
+    parallel.disassemble(*tree_, [&](int id) { disassemble_node(id, rows); }, [&](int id) { leaf(tree_->node(id).body); });
+  }
+
+  /// True if the last solve met a singular elimination matrix somewhere.
+  bool any_singular() const;
+
+ private:
+  void setup_node(int id);
+  void assemble_node(int id, const std::vector<JointRows<S, Dim>>& rows);
+  void eliminate_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
+  template <int M>
+  void eliminate_single(Node& n, const Node* const side[2], const JointRows<S, Dim>& jr);
+  template <int M>
+  void recover_single(Node& n, Node* const side[2], const JointRows<S, Dim>& jr);
+  void eliminate_multiple(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
+  void disassemble_node(int id, const std::vector<JointRows<S, Dim>>& rows);
+  static const Mat& rows_of(const JointRows<S, Dim>& r, bool p_side) { return p_side ? r.G_p : r.G_c; }
+  static bool uses_single(const Node& n) { return n.eliminated.size() == 1 && n.size() <= kMaxSingleHandles; }
+
+  const AssemblyTree* tree_;
+  std::vector<JointSides> sides_;
+  std::vector<Node> nodes_;
+  std::vector<Mat> K_arena_, W_arena_;
+  std::vector<Vec> b_arena_, f_arena_;
+  struct Base {  // the root's handles eliminated against ground
+    std::vector<Eliminated> eliminated;
+    int m = 0;
+    Multiple multiple;
+  } base_;
+};
+
+}  // namespace treedyn::dc

@@ -1,0 +1,96 @@
+// treedyn — joint coordinates: the relative coordinates of the spanning tree's joints, forward
+// kinematics to absolute body states, and the per-joint motion and constraint subspaces used by
+// the joint-coordinate formulations (dca, hdca).
+//
+// Every quantity is taken at the tree joint's point o (the origin of its frame on the tree
+// child), in the global frame. For a joint between tree parent P and tree child C:
+//   V_rel = V_C(o) - V_P(o) = H v                       (paper 001, Eq. 23; H' H = I)
+//   D' H = 0, D' D = I                                   (paper 001, Eqs. 10-11)
+//   A_C(o) - A_P(o) = H vdot + kappa,  kappa = Hdot v + [w_P x (H v)_lin; 0]
+// where V_B(x) = [v_B + w_B x (x - r_B); w_B] is body B's twist field and A_B(x) its classical
+// (material) acceleration field.
+//
+// Coordinates per joint type (q: positions, v: velocities; quaternions are [w, x, y, z]):
+//   revolute    q = theta            v = theta_dot          H = [0; z_P]
+//   prismatic   q = d                v = d_dot              H = [z_P; 0]
+//   cylindrical q = (theta, d)       v = rates              H = [0; z_P], [z_P; 0]
+//   universal   q = (theta1, theta2) v = rates              H = [0; z_P], [0; x_C]
+//   spherical   q = quaternion (4)   v = w_rel in child frame (3)    H = [0; x_C, y_C, z_C]
+//   planar      q = (x, y, theta)    v = rates              H = [x_P; 0], [y_P; 0], [0; z_P]
+//   fixed       q = ()               v = ()
+//   free        q = (p, quaternion)  v = (p_dot, w_rel in child frame)   H = [x_P y_P z_P; 0], [0; x_C y_C z_C]
+// p (planar, free) is the joint point's position in the parent's joint frame.
+//
+// A tree joint whose model parent is the tree child is "reversed": it becomes a joint of the same
+// type from the model child's frame to the model parent's frame (a universal joint's frames are
+// also turned so that its first axis is again the parent frame's z).
+// Bodies not connected to ground get a virtual free joint from ground to their sub-system's first
+// body.
+#pragma once
+
+#include <Eigen/Core>
+#include <vector>
+
+#include "treedyn/kinematics.hpp"
+#include "treedyn/topology.hpp"
+
+namespace treedyn {
+
+/// Up to six columns of a 6-D subspace (no heap allocation).
+using SubspaceMatrix = Eigen::Matrix<double, 6, Eigen::Dynamic, 0, 6, 6>;
+
+struct TreeJoint {
+  int joint = -1;  // model joint, or -1 for a virtual free joint
+  JointType type = JointType::Free;
+  int parent = kGround, child = 0;  // tree parent (towards ground) and tree child bodies
+  bool reversed = false;            // the model joint points from the tree child to the tree parent
+  Frame parent_frame, child_frame;  // the tree joint's frames on its parent and child
+  int q_offset = 0, nq = 0, v_offset = 0, nv = 0;
+};
+
+/// A tree joint at the current state.
+struct JointMotion {
+  Vec3 point = Vec3::Zero();  // o: the joint point, global
+  SubspaceMatrix H, D;        // motion and constraint subspaces, global, at o
+  Vec6 kappa = Vec6::Zero();  // relative acceleration bias
+};
+
+class JointSpace {
+ public:
+  JointSpace(const Model& model, const Topology& topology);
+
+  int nq() const { return nq_; }
+  int nv() const { return nv_; }
+  /// Tree joints, each after the joint of its parent body.
+  const std::vector<TreeJoint>& tree() const { return tree_; }
+  /// Tree joint through which each body is reached.
+  int tree_joint_of(int body) const { return tree_joint_of_[static_cast<std::size_t>(body)]; }
+
+  /// Coordinates of an absolute state. Throws ModelError naming the joint if the state violates
+  /// a tree joint (position or velocity) by more than `tolerance`.
+  void coordinates(const SystemState& state, Eigen::VectorXd& q, Eigen::VectorXd& v, double tolerance = 1e-6) const;
+
+  /// Body poses and twists from (q, v) (accelerations are left as they are) and every tree
+  /// joint's motion at that state. Serial in tree order.
+  void forward_kinematics(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
+                          SystemState& bodies, std::vector<JointMotion>& motion) const;
+
+  /// qdot = G(q) v (quaternion kinematics for spherical and free joints, identity otherwise).
+  void position_rate(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
+                     Eigen::Ref<Eigen::VectorXd> qdot) const;
+
+  /// Normalises the quaternions in q; returns the largest change.
+  double normalize(Eigen::Ref<Eigen::VectorXd> q) const;
+
+ private:
+  const Model* model_;
+  std::vector<TreeJoint> tree_;
+  std::vector<int> tree_joint_of_;
+  int nq_ = 0, nv_ = 0;
+};
+
+/// Number of position and velocity coordinates of a joint type.
+int joint_nq(JointType type);
+inline int joint_nv(JointType type) { return joint_dof(type); }
+
+}  // namespace treedyn

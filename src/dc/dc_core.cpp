@@ -1,0 +1,289 @@
+#include "treedyn/dc_core.hpp"
+
+namespace treedyn::dc {
+
+template <class S, int Dim>
+HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides> sides)
+    : tree_(&tree), sides_(std::move(sides)), nodes_(tree.nodes().size()) {
+  // Handles (joints that carry loads), then the arenas in the passes' visiting order.
+  std::vector<int> order;
+  for (const auto& s : tree.subtrees()) order.insert(order.end(), s.begin(), s.end());
+  for (const auto& level : tree.upper_levels()) order.insert(order.end(), level.begin(), level.end());
+  std::size_t k_size = 0, v_size = 0, w_size = 0;
+  for (int id = 0; id < static_cast<int>(nodes_.size()); ++id) {
+    Node& n = node(id);
+    for (int j : tree.node(id).handles)
+      if (sides_[static_cast<std::size_t>(j)].rows > 0) n.handles.push_back(j);
+    const auto h = static_cast<std::size_t>(n.size());
+    k_size += h * h;
+    v_size += h;
+    w_size += h;
+  }
+  K_arena_.assign(k_size, Mat::Zero());
+  W_arena_.assign(w_size, Mat::Zero());
+  b_arena_.assign(v_size, Vec::Zero());
+  f_arena_.assign(v_size, Vec::Zero());
+  std::size_t k_at = 0, v_at = 0;
+  for (int id : order) {
+    Node& n = node(id);
+    const auto h = static_cast<std::size_t>(n.size());
+    n.K = std::span<Mat>(K_arena_.data() + k_at, h * h);
+    n.b = std::span<Vec>(b_arena_.data() + v_at, h);
+    n.f = std::span<Vec>(f_arena_.data() + v_at, h);
+    n.single.W = std::span<Mat>(W_arena_.data() + v_at, h);
+    k_at += h * h;
+    v_at += h;
+  }
+  for (int id : order) setup_node(id);  // children before parents
+  // Base connection: the root's handles all meet the ground.
+  const Node& root = node(tree.root());
+  for (int i = 0; i < root.size(); ++i) {
+    const int j = root.handles[static_cast<std::size_t>(i)];
+    const int rows = sides_[static_cast<std::size_t>(j)].rows;
+    base_.eliminated.push_back({j, base_.m, rows, i, -1, root.holds_p[static_cast<std::size_t>(i)] != 0});
+    base_.m += rows;
+  }
+  base_.multiple.resize(base_.m, 0);
+}
+
+template <class S, int Dim>
+void HandleTree<S, Dim>::setup_node(int id) {
+  const AssemblyNode& a = tree_->node(id);
+  Node& n = node(id);
+  auto loaded = [&](int j) { return sides_[static_cast<std::size_t>(j)].rows > 0; };
+  const int h = n.size();
+  for (int j : n.handles)
+    n.holds_p.push_back(std::binary_search(a.bodies.begin(), a.bodies.end(), sides_[static_cast<std::size_t>(j)].body_p));
+  if (a.is_leaf()) return;
+  const Node& left = node(a.left);
+  for (int j : a.eliminated) {
+    if (!loaded(j)) continue;
+    const int rows = sides_[static_cast<std::size_t>(j)].rows;
+    const int l = handle_index(left, j);
+    n.eliminated.push_back({j, n.m, rows, l, handle_index(node(a.right), j), left.holds_p[static_cast<std::size_t>(l)] != 0});
+    n.m += rows;
+  }
+  for (int j : n.handles) {
+    const int l = handle_index(left, j);
+    n.from.push_back(l >= 0 ? typename Node::Source{0, l} : typename Node::Source{1, handle_index(node(a.right), j)});
+  }
+  if (!uses_single(n) && n.m > 0) n.multiple.resize(n.m, h);  // several joints, or too many handles for the single kernel
+}
+
+// One joint of M rows between the children (chains, trees): fixed sizes throughout.
+template <class S, int Dim>
+template <int M>
+void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], const JointRows<S, Dim>& jr) {
+  using MatM = Eigen::Matrix<S, M, M>;
+  const Eliminated& x = n.eliminated.front();
+  Single& e = n.single;
+  const auto G0 = rows_of(jr, x.p_left).template topRows<M>();
+  const auto G1 = rows_of(jr, !x.p_left).template topRows<M>();
+  const Mat& K0 = side[0]->k(x.left, x.left);
+  const Mat& K1 = side[1]->k(x.right, x.right);
+  // Z and beta_hat (paper 004, Eqs. 33, 34, 37).
+  MatM Z;
+  Z.noalias() = G0 * K0 * G0.transpose();
+  Z.noalias() += G1 * K1 * G1.transpose();
+  Eigen::Matrix<S, M, 1> rhs = jr.r.template head<M>();
+  rhs.noalias() -= G0 * side[0]->b[static_cast<std::size_t>(x.left)];
+  rhs.noalias() -= G1 * side[1]->b[static_cast<std::size_t>(x.right)];
+  MatM Z_inverse;
+  e.singular = !cholesky_inverse<S, M>(Z, Z_inverse);
+  if (e.singular) Z_inverse = small_pseudo_inverse<S, M>(Z);
+  e.beta_hat.template head<M>().noalias() = Z_inverse * rhs;
+  // Y_i = K_i,e G' and W_i = Z^+ Y_i' (paper 004, Eqs. 35-36).
+  Eigen::Matrix<S, Dim, M> Y[kMaxSingleHandles];
+  for (int i = 0; i < n.size(); ++i) {
+    const auto src = n.from[static_cast<std::size_t>(i)];
+    const auto G = src.side == 0 ? G0 : G1;
+    Y[i].noalias() = side[src.side]->k(src.index, src.side == 0 ? x.left : x.right) * G.transpose();
+    e.W[static_cast<std::size_t>(i)].template topRows<M>().noalias() = Z_inverse * Y[i].transpose();
+  }
+  // K^C and b^C (paper 001, Eqs. 34-36); K is symmetric: fill j >= i and mirror.
+  for (int i = 0; i < n.size(); ++i) {
+    const auto si = n.from[static_cast<std::size_t>(i)];
+    const auto& Yi = Y[i];
+    for (int j = i; j < n.size(); ++j) {
+      const auto sj = n.from[static_cast<std::size_t>(j)];
+      Mat& K = n.k(i, j);
+      if (si.side == sj.side) K = side[si.side]->k(si.index, sj.index);
+      else K.setZero();
+      K.noalias() -= Yi * e.W[static_cast<std::size_t>(j)].template topRows<M>();
+      if (j != i) n.k(j, i) = K.transpose();
+    }
+    n.b[static_cast<std::size_t>(i)] = side[si.side]->b[static_cast<std::size_t>(si.index)];
+    n.b[static_cast<std::size_t>(i)].noalias() += Yi * e.beta_hat.template head<M>();
+  }
+}
+
+template <class S, int Dim>
+void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
+  const JointRows<S, Dim>& jr = rows[static_cast<std::size_t>(n.eliminated.front().joint)];
+  switch (n.eliminated.front().rows) {
+    case 1: eliminate_single<1>(n, side, jr); break;
+    case 2: eliminate_single<2>(n, side, jr); break;
+    case 3: eliminate_single<3>(n, side, jr); break;
+    default:
+      if constexpr (Dim == 6) {
+        switch (n.eliminated.front().rows) {
+          case 4: eliminate_single<4>(n, side, jr); break;
+          case 5: eliminate_single<5>(n, side, jr); break;
+          default: eliminate_single<6>(n, side, jr); break;
+        }
+      }
+  }
+}
+
+template <class S, int Dim>
+template <int M>
+void HandleTree<S, Dim>::recover_single(Node& n, Node* const side[2], const JointRows<S, Dim>& jr) {
+  const Eliminated& x = n.eliminated.front();
+  Single& e = n.single;
+  auto lambda = e.lambda.template head<M>();
+  lambda = e.beta_hat.template head<M>();
+  for (int j = 0; j < n.size(); ++j)
+    lambda.noalias() -= e.W[static_cast<std::size_t>(j)].template topRows<M>() * n.f[static_cast<std::size_t>(j)];
+  side[0]->f[static_cast<std::size_t>(x.left)].noalias() = rows_of(jr, x.p_left).template topRows<M>().transpose() * lambda;
+  side[1]->f[static_cast<std::size_t>(x.right)].noalias() = rows_of(jr, !x.p_left).template topRows<M>().transpose() * lambda;
+}
+
+// Several joints between the children (a loop closing here): one m x m system.
+template <class S, int Dim>
+void HandleTree<S, Dim>::eliminate_multiple(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
+  Multiple& e = n.multiple;
+  auto G = [&](const Eliminated& x, int s) {
+    return rows_of(rows[static_cast<std::size_t>(x.joint)], (s == 0) == x.p_left).topRows(x.rows);
+  };
+  auto index = [](const Eliminated& x, int s) { return s == 0 ? x.left : x.right; };
+  e.Z.setZero();
+  for (const Eliminated& x : n.eliminated) {
+    e.beta_hat.segment(x.offset, x.rows) = rows[static_cast<std::size_t>(x.joint)].r.head(x.rows);
+    for (int s = 0; s < 2; ++s) {
+      e.beta_hat.segment(x.offset, x.rows).noalias() -= G(x, s) * side[s]->b[static_cast<std::size_t>(index(x, s))];
+      for (const Eliminated& x2 : n.eliminated)
+        e.Z.block(x.offset, x2.offset, x.rows, x2.rows).noalias() +=
+            G(x, s) * side[s]->k(index(x, s), index(x2, s)) * G(x2, s).transpose();
+    }
+  }
+  for (int i = 0; i < n.size(); ++i) {
+    const auto src = n.from[static_cast<std::size_t>(i)];
+    auto& Y = e.Y[static_cast<std::size_t>(i)];
+    for (const Eliminated& x : n.eliminated)
+      Y.middleCols(x.offset, x.rows).noalias() = side[src.side]->k(src.index, index(x, src.side)) * G(x, src.side).transpose();
+    e.W[static_cast<std::size_t>(i)] = Y.transpose();
+  }
+  e.solver.compute(e.Z);
+  e.solver.solve_in_place(e.beta_hat);
+  for (auto& W : e.W) e.solver.solve_in_place(W);
+  for (int i = 0; i < n.size(); ++i) {
+    const auto si = n.from[static_cast<std::size_t>(i)];
+    for (int j = i; j < n.size(); ++j) {
+      const auto sj = n.from[static_cast<std::size_t>(j)];
+      Mat& K = n.k(i, j);
+      if (si.side == sj.side) K = side[si.side]->k(si.index, sj.index);
+      else K.setZero();
+      K.noalias() -= e.Y[static_cast<std::size_t>(i)] * e.W[static_cast<std::size_t>(j)];
+      if (j != i) n.k(j, i) = K.transpose();
+    }
+    n.b[static_cast<std::size_t>(i)] = side[si.side]->b[static_cast<std::size_t>(si.index)];
+    n.b[static_cast<std::size_t>(i)].noalias() += e.Y[static_cast<std::size_t>(i)] * e.beta_hat;
+  }
+}
+
+template <class S, int Dim>
+void HandleTree<S, Dim>::assemble_node(int id, const std::vector<JointRows<S, Dim>>& rows) {
+  Node& n = node(id);
+  const AssemblyNode& a = tree_->node(id);
+  const Node* const side[2] = {&node(a.left), &node(a.right)};
+  if (uses_single(n)) {
+    eliminate_single(n, side, rows);
+  } else if (n.m > 0) {
+    eliminate_multiple(n, side, rows);
+  } else {  // the children share no joint: C is their union
+    for (int i = 0; i < n.size(); ++i) {
+      const auto si = n.from[static_cast<std::size_t>(i)];
+      for (int j = 0; j < n.size(); ++j) {
+        const auto sj = n.from[static_cast<std::size_t>(j)];
+        if (si.side == sj.side) n.k(i, j) = side[si.side]->k(si.index, sj.index);
+        else n.k(i, j).setZero();
+      }
+      n.b[static_cast<std::size_t>(i)] = side[si.side]->b[static_cast<std::size_t>(si.index)];
+    }
+  }
+}
+
+template <class S, int Dim>
+void HandleTree<S, Dim>::connect_base(const std::vector<JointRows<S, Dim>>& rows) {
+  Node& root = node(tree_->root());
+  for (Vec& f : root.f) f.setZero();
+  if (base_.m == 0) return;  // free-floating
+  Multiple& e = base_.multiple;
+  auto G = [&](const Eliminated& x) { return rows_of(rows[static_cast<std::size_t>(x.joint)], x.p_left).topRows(x.rows); };
+  e.Z.setZero();
+  for (const Eliminated& x : base_.eliminated) {
+    e.lambda.segment(x.offset, x.rows) = rows[static_cast<std::size_t>(x.joint)].r.head(x.rows);
+    e.lambda.segment(x.offset, x.rows).noalias() -= G(x) * root.b[static_cast<std::size_t>(x.left)];
+    for (const Eliminated& x2 : base_.eliminated)
+      e.Z.block(x.offset, x2.offset, x.rows, x2.rows).noalias() += G(x) * root.k(x.left, x2.left) * G(x2).transpose();
+  }
+  e.solver.compute(e.Z);
+  e.solver.solve_in_place(e.lambda);  // paper 001, Eqs. 43 (open chain) and 45 (closed)
+  for (const Eliminated& x : base_.eliminated)
+    root.f[static_cast<std::size_t>(x.left)].noalias() = G(x).transpose() * e.lambda.segment(x.offset, x.rows);
+}
+
+template <class S, int Dim>
+void HandleTree<S, Dim>::disassemble_node(int id, const std::vector<JointRows<S, Dim>>& rows) {
+  Node& n = node(id);
+  const AssemblyNode& a = tree_->node(id);
+  Node* const side[2] = {&node(a.left), &node(a.right)};
+  for (int i = 0; i < n.size(); ++i) {  // handle coincidence (paper 001, Eqs. 32-33)
+    const auto src = n.from[static_cast<std::size_t>(i)];
+    side[src.side]->f[static_cast<std::size_t>(src.index)] = n.f[static_cast<std::size_t>(i)];
+  }
+  // lambda = beta_hat - sum_j W_j f_j (paper 004, Eq. 45); the children's eliminated handles get
+  // f = G' lambda.
+  if (uses_single(n)) {
+    const JointRows<S, Dim>& jr = rows[static_cast<std::size_t>(n.eliminated.front().joint)];
+    switch (n.eliminated.front().rows) {
+      case 1: recover_single<1>(n, side, jr); break;
+      case 2: recover_single<2>(n, side, jr); break;
+      case 3: recover_single<3>(n, side, jr); break;
+      default:
+        if constexpr (Dim == 6) {
+          switch (n.eliminated.front().rows) {
+            case 4: recover_single<4>(n, side, jr); break;
+            case 5: recover_single<5>(n, side, jr); break;
+            default: recover_single<6>(n, side, jr); break;
+          }
+        }
+    }
+  } else if (n.m > 0) {
+    Multiple& e = n.multiple;
+    e.lambda = e.beta_hat;
+    for (int j = 0; j < n.size(); ++j) e.lambda.noalias() -= e.W[static_cast<std::size_t>(j)] * n.f[static_cast<std::size_t>(j)];
+    for (const Eliminated& x : n.eliminated)
+      for (int s = 0; s < 2; ++s)
+        side[s]->f[static_cast<std::size_t>(s == 0 ? x.left : x.right)].noalias() =
+            rows_of(rows[static_cast<std::size_t>(x.joint)], (s == 0) == x.p_left).topRows(x.rows).transpose() *
+            e.lambda.segment(x.offset, x.rows);
+  }
+}
+
+template <class S, int Dim>
+bool HandleTree<S, Dim>::any_singular() const {
+  if (base_.m > 0 && base_.multiple.solver.singular()) return true;
+  for (const Node& n : nodes_) {
+    if (uses_single(n) && n.single.singular) return true;
+    if (!uses_single(n) && n.m > 0 && n.multiple.solver.singular()) return true;
+  }
+  return false;
+}
+
+template class HandleTree<double, 6>;
+template class HandleTree<float, 6>;
+template class HandleTree<double, 3>;
+template class HandleTree<float, 3>;
+
+}  // namespace treedyn::dc

@@ -1,0 +1,34 @@
+#include <omp.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "treedyn/parallel.hpp"
+
+namespace treedyn {
+
+void pin_threads(int threads) {
+  static std::mutex mutex;
+  static int pinned = 1;  // largest team already pinned
+  std::lock_guard<std::mutex> lock(mutex);
+  if (threads <= pinned || std::getenv("OMP_PROC_BIND") != nullptr) return;
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  if (cpus.size() < 2) return;
+#pragma omp parallel num_threads(threads)
+  {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[static_cast<std::size_t>(omp_get_thread_num()) % cpus.size()], &one);
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);  // best effort: failures leave threads unpinned
+  }
+  pinned = threads;
+}
+
+}  // namespace treedyn
