@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "treedyn/integrators.hpp"
 #include "treedyn/kinematics.hpp"
 
 namespace treedyn {
@@ -50,6 +51,10 @@ class Formulation {
   virtual std::vector<std::string> warnings() const { return {}; }
   /// Wall-clock seconds per stage (for a profile), if the formulation keeps them.
   virtual std::map<std::string, double> stage_seconds() const { return {}; }
+  /// For formulations that integrate an ODE: the system and its current state (benchmarks time
+  /// the right-hand side alone). Null for step-based formulations.
+  virtual OdeSystem* ode() { return nullptr; }
+  virtual Eigen::VectorXd ode_state() const { return {}; }
 };
 
 }  // namespace treedyn

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "treedyn/formulation.hpp"
+#include "treedyn/formulations/dca.hpp"
 #include "treedyn/formulations/reference.hpp"
 
 namespace treedyn {
@@ -18,6 +19,7 @@ struct FormulationSettings {
   double dt = 0.01;                        // fixed-step: the step
   int threads = 1;
   ReferenceOptions reference;              // formulation-specific defaults live in these
+  DcaOptions dca;
 };
 
 struct FormulationInfo {

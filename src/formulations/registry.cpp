@@ -7,6 +7,7 @@ namespace treedyn {
 const std::vector<FormulationInfo>& formulation_catalog() {
   static const std::vector<FormulationInfo> catalog = {
       {"reference", "dense absolute-coordinate Lagrange multipliers with projection, O(n^3): the oracle"},
+      {"dca", "Featherstone's divide-and-conquer in joint coordinates, loops closed at acceleration level"},
   };
   return catalog;
 }
@@ -20,6 +21,15 @@ std::unique_ptr<Formulation> make_formulation(const std::string& name, const Mod
     if (s.atol) o.atol = *s.atol;
     o.dt = s.dt;
     return make_reference(model, o);
+  }
+  if (name == "dca") {
+    DcaOptions o = s.dca;
+    if (s.integrator) o.integrator = *s.integrator;
+    if (s.rtol) o.rtol = *s.rtol;
+    if (s.atol) o.atol = *s.atol;
+    o.dt = s.dt;
+    o.threads = s.threads;
+    return make_dca(model, o);
   }
   std::string known;
   for (const auto& f : formulation_catalog()) known += (known.empty() ? "" : ", ") + f.name;

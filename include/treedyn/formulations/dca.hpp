@@ -1,0 +1,51 @@
+// treedyn — Featherstone's divide-and-conquer algorithm (DCA) for forward dynamics in joint
+// coordinates: the acceleration-level baseline paper 001 compares HDCA with.
+//
+// State y = [q; v], the spanning tree's joint coordinates and velocities (joint_space.hpp).
+// One right-hand side:
+//   1. forward kinematics: body poses and twists, each tree joint's H, D, kappa;
+//   2. leaves: for body i with handles h (the points of its joints),
+//        A_h = sum_k K_hk f_k + b_h,   K_hk = S(l_h)' M^-1 S(l_k),
+//        b_h = S(l_h)' M^-1 F_e + [w x (w x l_h); 0]
+//      (A: classical acceleration at the handle; F_e: applied wrench minus w x J w);
+//   3. rows: a tree joint gives D' (A_c - A_p) = D' kappa; a loop-closing joint gives its
+//      absolute-coordinate acceleration constraint J A = gamma moved to its handle, optionally
+//      with Baumgarte stabilisation J A = gamma - 2 alpha Phi_dot - beta^2 Phi;
+//   4. assembly, base connection, disassembly (dc_core.hpp) give every handle load f;
+//   5. A_com = M^-1 (F_e + sum_h S(l_h) f_h);  vdot = H' (A_c(o) - A_p(o) - kappa);
+//      qdot = G(q) v.
+// Loops are closed at the acceleration level only: without stabilisation their position and
+// velocity errors drift (paper 001, Sect. 3.2 reports the position error growing quadratically).
+// Redundant loop equations (every planar loop of spatial revolutes) are resolved with the
+// minimum-norm (pseudo-inverse) solution.
+//
+// Glossary
+//   q, v      joint coordinates and velocities            nq, nv
+//   H, D      motion / constraint subspace of a joint     6 x nv, 6 x (6 - nv), global, at its point
+//   kappa     relative acceleration bias of a joint       6
+//   l_h       handle point minus centre of mass           3, global
+//   S(l)      shift matrix (spatial.hpp)                  6 x 6
+//   K_hk, b_h handle coefficients (Phi_ij and bias accelerations in Featherstone 1999)
+//   f_h       constraint load at handle h on the body     6: [force; moment about the handle]
+#pragma once
+
+#include <memory>
+
+#include "treedyn/formulation.hpp"
+
+namespace treedyn {
+
+struct DcaOptions {
+  std::string integrator = "dopri5";
+  double rtol = 1e-6, atol = 1e-6;  // paper 001 sets rtol = atol
+  double dt = 0.01;                 // fixed-step integrators: the step
+  int threads = 1;
+  /// Baumgarte stabilisation of loop-closing joints: J A = gamma - 2 alpha Phi_dot - beta^2 Phi.
+  /// Zero (the default) leaves the loops unstabilised, as in paper 001.
+  double baumgarte_alpha = 0.0, baumgarte_beta = 0.0;
+};
+
+/// Throws std::invalid_argument if the model has a feature dca does not support (drivers).
+std::unique_ptr<Formulation> make_dca(const Model& model, const DcaOptions& options);
+
+}  // namespace treedyn

@@ -1,0 +1,181 @@
+// Joint coordinates against the absolute-coordinate joint constraints (an independent
+// description of the same joints) and against finite differences.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "support.hpp"
+#include "treedyn/joint_space.hpp"
+#include "treedyn/model_builder.hpp"
+
+using namespace treedyn;
+
+namespace {
+
+Body box(const std::string& name, const Vec3& position, double angle) {
+  Body b;
+  b.name = name;
+  b.mass = 1.0 + position.norm();
+  b.inertia = Vec3(1.0, 1.5, 2.0).asDiagonal();
+  b.position = position;
+  b.orientation = Quat(Eigen::AngleAxisd(angle, Vec3(1, 2, 3).normalized()));
+  return b;
+}
+
+/// One joint of every type along a chain, a free body, and a reversed universal joint (its model
+/// parent is further from ground than its child).
+Model joint_zoo() {
+  ModelBuilder b("zoo");
+  const JointType types[] = {JointType::Revolute,  JointType::Prismatic, JointType::Cylindrical, JointType::Universal,
+                             JointType::Spherical, JointType::Planar,    JointType::Fixed};
+  std::string parent = "ground";
+  for (int i = 0; i < 7; ++i) {
+    const std::string name = "b" + std::to_string(i + 1);
+    b.body(box(name, {0.5 + i, 0.1 * i, -0.05 * i}, 0.3 * i));
+    const Vec3 axis = Vec3(0.2 * i, 1.0, 0.5).normalized();
+    b.joint(JointSpec::at("j" + std::to_string(i + 1), types[i], parent, name, {static_cast<double>(i), 0.1 * i, 0.0}, axis,
+                          types[i] == JointType::Universal ? std::optional<Vec3>(any_perpendicular(axis)) : std::nullopt));
+    parent = name;
+  }
+  b.body(box("floating", {3, 3, 3}, 1.0));
+  b.joint(JointSpec::at("jfree", JointType::Free, "ground", "floating", {3, 3, 3}));
+  b.body(box("hanging", {1.0, -1.0, 0.2}, -0.4));  // reached from b1 through a reversed joint
+  const Vec3 axis(0.0, 0.0, 1.0);
+  b.joint(JointSpec::at("jrev", JointType::Universal, "hanging", "b1", {1.0, -0.5, 0.1}, axis, Vec3(1.0, 0.0, 0.0)));
+  return b.build();
+}
+
+Eigen::VectorXd random_coordinates(const JointSpace& js, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Eigen::VectorXd q(js.nq());
+  for (int i = 0; i < js.nq(); ++i) q(i) = u(rng);
+  for (const TreeJoint& t : js.tree())
+    if (t.type == JointType::Spherical || t.type == JointType::Free) {
+      auto Q = q.segment<4>(t.q_offset + (t.type == JointType::Free ? 3 : 0));
+      Q(0) = std::abs(Q(0)) + 0.1;  // canonical sign
+      Q.normalize();
+    }
+  return q;
+}
+
+Eigen::VectorXd random_vector(int n, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Eigen::VectorXd v(n);
+  for (int i = 0; i < n; ++i) v(i) = u(rng);
+  return v;
+}
+
+}  // namespace
+
+TEST(JointSpace, ForwardKinematicsSatisfiesEveryJointConstraint) {
+  const Model m = joint_zoo();
+  const JointSpace js(m, Topology(m));
+  EXPECT_EQ(js.tree().size(), m.joints.size());
+  EXPECT_TRUE(std::any_of(js.tree().begin(), js.tree().end(), [](const TreeJoint& t) { return t.reversed; }));
+  std::mt19937 rng(1);
+  SystemState s = initial_state(m);
+  std::vector<JointMotion> motion;
+  for (int trial = 0; trial < 5; ++trial) {
+    js.forward_kinematics(random_coordinates(js, rng), random_vector(js.nv(), rng), s, motion);
+    for (const Joint& j : m.joints) {
+      ConstraintBlock b;
+      joint_constraint(j, state_of(s, j.parent), state_of(s, j.child), b);
+      Vec6 VP, VC;
+      VP << state_of(s, j.parent).v, state_of(s, j.parent).w;
+      VC << state_of(s, j.child).v, state_of(s, j.child).w;
+      if (b.size() == 0) continue;  // free joint
+      EXPECT_LT(b.phi.cwiseAbs().maxCoeff(), 1e-12) << j.name;
+      EXPECT_LT((b.J_P * VP + b.J_C * VC).cwiseAbs().maxCoeff(), 1e-12) << j.name;
+    }
+  }
+}
+
+TEST(JointSpace, CoordinatesInvertForwardKinematics) {
+  const Model m = joint_zoo();
+  const JointSpace js(m, Topology(m));
+  std::mt19937 rng(2);
+  SystemState s = initial_state(m);
+  std::vector<JointMotion> motion;
+  const Eigen::VectorXd q = random_coordinates(js, rng), v = random_vector(js.nv(), rng);
+  js.forward_kinematics(q, v, s, motion);
+  Eigen::VectorXd q2, v2;
+  js.coordinates(s, q2, v2, 1e-9);
+  EXPECT_LT((q2 - q).cwiseAbs().maxCoeff(), 1e-12);
+  EXPECT_LT((v2 - v).cwiseAbs().maxCoeff(), 1e-12);
+}
+
+TEST(JointSpace, MotionAndConstraintSubspacesAreOrthonormalComplements) {
+  const Model m = joint_zoo();
+  const JointSpace js(m, Topology(m));
+  std::mt19937 rng(3);
+  SystemState s = initial_state(m);
+  std::vector<JointMotion> motion;
+  js.forward_kinematics(random_coordinates(js, rng), random_vector(js.nv(), rng), s, motion);
+  for (const JointMotion& jm : motion) {
+    EXPECT_EQ(jm.H.cols() + jm.D.cols(), 6);
+    EXPECT_LT((jm.H.transpose() * jm.H - Eigen::MatrixXd::Identity(jm.H.cols(), jm.H.cols())).norm(), 1e-14);
+    EXPECT_LT((jm.D.transpose() * jm.D - Eigen::MatrixXd::Identity(jm.D.cols(), jm.D.cols())).norm(), 1e-14);
+    EXPECT_LT((jm.D.transpose() * jm.H).norm(), 1e-14);  // paper 001, Eq. (11)
+  }
+}
+
+// A_C(o) - A_P(o) = H vdot + kappa, with the bodies' accelerations taken by finite differences
+// along the motion q(t), v(t) = v + t vdot.
+TEST(JointSpace, RelativeAccelerationIsHvdotPlusKappa) {
+  const Model m = joint_zoo();
+  const JointSpace js(m, Topology(m));
+  std::mt19937 rng(4);
+  const Eigen::VectorXd q0 = random_coordinates(js, rng), v0 = random_vector(js.nv(), rng), vdot = random_vector(js.nv(), rng);
+  auto state_at = [&](double t) {  // integrate q with tiny RK4 steps
+    Eigen::VectorXd y(js.nq() + js.nv());
+    y << q0, v0;
+    const auto rate = [&](double, const Eigen::VectorXd& x) {
+      Eigen::VectorXd d(x.size());
+      js.position_rate(x.head(js.nq()), x.tail(js.nv()), d.head(js.nq()));
+      d.tail(js.nv()) = vdot;
+      return d;
+    };
+    y = test::rk4(rate, y, 0.0, t, t / 20);
+    SystemState s = initial_state(m);
+    std::vector<JointMotion> motion;
+    js.forward_kinematics(y.head(js.nq()), y.tail(js.nv()), s, motion);
+    return s;
+  };
+  const double h = 1e-5;
+  const SystemState sp = state_at(h), sm = state_at(-h);
+  SystemState s = initial_state(m);
+  std::vector<JointMotion> motion;
+  js.forward_kinematics(q0, v0, s, motion);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    s[i].a = (sp[i].v - sm[i].v) / (2 * h);
+    s[i].alpha = (sp[i].w - sm[i].w) / (2 * h);
+  }
+  for (std::size_t k = 0; k < js.tree().size(); ++k) {
+    const TreeJoint& t = js.tree()[k];
+    const JointMotion& jm = motion[k];
+    auto A = [&](int body) {
+      Vec6 a = Vec6::Zero();
+      if (body == kGround) return a;
+      const BodyState& b = s[static_cast<std::size_t>(body)];
+      const Vec3 l = jm.point - b.r;
+      a << b.a + b.alpha.cross(l) + b.w.cross(b.w.cross(l)), b.alpha;
+      return a;
+    };
+    const Vec6 expected = jm.H * vdot.segment(t.v_offset, t.nv) + jm.kappa;
+    EXPECT_LT((A(t.child) - A(t.parent) - expected).cwiseAbs().maxCoeff(), 1e-6) << "tree joint " << k;
+  }
+}
+
+TEST(JointSpace, InconsistentStateIsReportedNamingTheJoint) {
+  Model m = joint_zoo();
+  m.bodies[1].position += Vec3(0.0, 0.3, 0.0);  // b2 moved off its prismatic axis
+  const JointSpace js(m, Topology(m));
+  Eigen::VectorXd q, v;
+  try {
+    js.coordinates(initial_state(m), q, v);
+    FAIL();
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("joint 'j2'"), std::string::npos) << e.what();
+  }
+}
