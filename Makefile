@@ -7,7 +7,7 @@ MODEL    ?= models/four_bar.json
 OUTPUT   ?= results/$(basename $(notdir $(MODEL)))
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build run test clean
+.PHONY: all deps configure build run test bench clean
 
 all: build
 
@@ -26,6 +26,9 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	$(BUILD)/bench/treedyn_bench
 
 clean:
 	rm -rf $(BUILD) $(BUILD).configure.log
