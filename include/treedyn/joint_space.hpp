@@ -8,7 +8,9 @@
 //   D' H = 0, D' D = I                                   (paper 001, Eqs. 10-11)
 //   A_C(o) - A_P(o) = H vdot + kappa,  kappa = Hdot v + [w_P x (H v)_lin; 0]
 // where V_B(x) = [v_B + w_B x (x - r_B); w_B] is body B's twist field and A_B(x) its classical
-// (material) acceleration field.
+// (material) acceleration field. Every column of H is an axis fixed in the parent or in the
+// child, so it turns with that body's angular velocity: Hdot = [w x H_lin; w x H_ang] column by
+// column.
 //
 // Coordinates per joint type (q: positions, v: velocities; quaternions are [w, x, y, z]):
 //   revolute    q = theta            v = theta_dot          H = [0; z_P]
@@ -46,13 +48,15 @@ struct TreeJoint {
   bool reversed = false;            // the model joint points from the tree child to the tree parent
   Frame parent_frame, child_frame;  // the tree joint's frames on its parent and child
   int q_offset = 0, nq = 0, v_offset = 0, nv = 0;
+  unsigned child_axes = 0;          // bit c set: column c of H is fixed in the child (else in the parent)
 };
 
 /// A tree joint at the current state.
 struct JointMotion {
   Vec3 point = Vec3::Zero();  // o: the joint point, global
   SubspaceMatrix H, D;        // motion and constraint subspaces, global, at o
-  Vec6 kappa = Vec6::Zero();  // relative acceleration bias
+  SubspaceMatrix Hdot;        // rate of H (after move() or subspace_rates())
+  Vec6 kappa = Vec6::Zero();  // relative acceleration bias (after move())
 };
 
 class JointSpace {
@@ -71,9 +75,19 @@ class JointSpace {
   void coordinates(const SystemState& state, Eigen::VectorXd& q, Eigen::VectorXd& v, double tolerance = 1e-6) const;
 
   /// Body poses and twists from (q, v) (accelerations are left as they are) and every tree
-  /// joint's motion at that state. Serial in tree order.
+  /// joint's motion at that state: place() then move(). Serial in tree order.
   void forward_kinematics(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
                           SystemState& bodies, std::vector<JointMotion>& motion) const;
+
+  /// Body poses from q, and every tree joint's point, H and D (twists are left as they are).
+  void place(const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, std::vector<JointMotion>& motion) const;
+
+  /// Body twists from v on poses set by place(), and every tree joint's Hdot and kappa.
+  void move(const Eigen::Ref<const Eigen::VectorXd>& v, SystemState& bodies, std::vector<JointMotion>& motion) const;
+
+  /// Every tree joint's Hdot from the bodies' angular velocities (for formulations that find the
+  /// twists some other way than move()).
+  void subspace_rates(const SystemState& bodies, std::vector<JointMotion>& motion) const;
 
   /// qdot = G(q) v (quaternion kinematics for spherical and free joints, identity otherwise).
   void position_rate(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,

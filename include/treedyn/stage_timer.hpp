@@ -2,17 +2,18 @@
 // --profile`): each stage adds the time since the previous mark to its own counter.
 #pragma once
 
-#include <array>
 #include <chrono>
+#include <initializer_list>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace treedyn {
 
-template <std::size_t N>
 class StageTimer {
  public:
-  explicit StageTimer(std::array<const char*, N> names) : names_(names) {}
+  /// The stages' names, in the order of their indices (allocates here only).
+  StageTimer(std::initializer_list<const char*> names) : names_(names), seconds_(names_.size(), 0.0) {}
   /// Starts timing the next stage.
   void start() { last_ = Clock::now(); }
   /// Charges the time since the last mark to `stage` and starts the next one (only while
@@ -35,14 +36,14 @@ class StageTimer {
   };
   std::map<std::string, double> seconds() const {
     std::map<std::string, double> out;
-    for (std::size_t i = 0; i < N; ++i) out[names_[i]] = seconds_[i];
+    for (std::size_t i = 0; i < names_.size(); ++i) out[names_[i]] = seconds_[i];
     return out;
   }
 
  private:
   using Clock = std::chrono::steady_clock;
-  std::array<const char*, N> names_;
-  std::array<double, N> seconds_{};
+  std::vector<const char*> names_;
+  std::vector<double> seconds_;
   Clock::time_point last_{};
   bool counting_ = false;
 };

@@ -56,36 +56,45 @@ void coordinates_of(JointType type, const Mat3& R, const Vec3& p, double* q) {
   }
 }
 
-/// Motion subspace columns with their rates: H and Hdot v (axes fixed in P turn with w_P, axes
-/// fixed in C with w_C).
-void motion_subspace(JointType type, const Mat3& Fp, const Mat3& Fc, const Vec3& wP, const Vec3& wC, const double* v,
-                     SubspaceMatrix& H, Vec6& Hdot_v) {
+/// Motion subspace: unit columns, each an axis of the parent frame (Fp) or of the child frame (Fc).
+void motion_subspace(JointType type, const Mat3& Fp, const Mat3& Fc, SubspaceMatrix& H) {
   H.resize(6, joint_nv(type));
   H.setZero();
-  Hdot_v.setZero();
   int col = 0;
-  auto angular = [&](const Vec3& axis, const Vec3& w_owner) {
-    H.block<3, 1>(3, col) = axis;
-    Hdot_v.tail<3>() += v[col] * w_owner.cross(axis);
-    ++col;
-  };
-  auto linear = [&](const Vec3& axis, const Vec3& w_owner) {
-    H.block<3, 1>(0, col) = axis;
-    Hdot_v.head<3>() += v[col] * w_owner.cross(axis);
-    ++col;
-  };
+  auto angular = [&](const Vec3& axis) { H.block<3, 1>(3, col++) = axis; };
+  auto linear = [&](const Vec3& axis) { H.block<3, 1>(0, col++) = axis; };
   switch (type) {
-    case JointType::Revolute: angular(Fp.col(2), wP); break;
-    case JointType::Prismatic: linear(Fp.col(2), wP); break;
-    case JointType::Cylindrical: angular(Fp.col(2), wP); linear(Fp.col(2), wP); break;
-    case JointType::Universal: angular(Fp.col(2), wP); angular(Fc.col(0), wC); break;
-    case JointType::Spherical: for (int k = 0; k < 3; ++k) angular(Fc.col(k), wC); break;
-    case JointType::Planar: linear(Fp.col(0), wP); linear(Fp.col(1), wP); angular(Fp.col(2), wP); break;
+    case JointType::Revolute: angular(Fp.col(2)); break;
+    case JointType::Prismatic: linear(Fp.col(2)); break;
+    case JointType::Cylindrical: angular(Fp.col(2)); linear(Fp.col(2)); break;
+    case JointType::Universal: angular(Fp.col(2)); angular(Fc.col(0)); break;
+    case JointType::Spherical: for (int k = 0; k < 3; ++k) angular(Fc.col(k)); break;
+    case JointType::Planar: linear(Fp.col(0)); linear(Fp.col(1)); angular(Fp.col(2)); break;
     case JointType::Fixed: break;
     case JointType::Free:
-      for (int k = 0; k < 3; ++k) linear(Fp.col(k), wP);
-      for (int k = 0; k < 3; ++k) angular(Fc.col(k), wC);
+      for (int k = 0; k < 3; ++k) linear(Fp.col(k));
+      for (int k = 0; k < 3; ++k) angular(Fc.col(k));
       break;
+  }
+}
+
+/// Which columns of motion_subspace() are child-frame axes (bit c for column c).
+unsigned child_axes(JointType type) {
+  switch (type) {
+    case JointType::Universal: return 0b10;
+    case JointType::Spherical: return 0b111;
+    case JointType::Free: return 0b111000;
+    default: return 0;
+  }
+}
+
+/// Hdot: each column turns with the angular velocity of the body it is fixed in.
+void subspace_rate(const TreeJoint& t, const SubspaceMatrix& H, const Vec3& wP, const Vec3& wC, SubspaceMatrix& Hdot) {
+  Hdot.resize(6, H.cols());
+  for (Eigen::Index c = 0; c < H.cols(); ++c) {
+    const Vec3& w = (t.child_axes >> c) & 1u ? wC : wP;
+    Hdot.block<3, 1>(0, c) = w.cross(H.block<3, 1>(0, c));
+    Hdot.block<3, 1>(3, c) = w.cross(H.block<3, 1>(3, c));
   }
 }
 
@@ -146,6 +155,7 @@ JointSpace::JointSpace(const Model& model, const Topology& topology)
   auto add = [&](TreeJoint t) {
     t.nq = joint_nq(t.type);
     t.nv = joint_nv(t.type);
+    t.child_axes = child_axes(t.type);
     t.q_offset = nq_;
     t.v_offset = nv_;
     nq_ += t.nq;
@@ -202,8 +212,7 @@ void JointSpace::coordinates(const SystemState& state, Eigen::VectorXd& q, Eigen
     Vec6 V_rel;
     V_rel << (C.v + C.w.cross(fc.o - C.r)) - (P.v + P.w.cross(fc.o - P.r)), C.w - P.w;
     SubspaceMatrix H;
-    Vec6 unused;
-    motion_subspace(t.type, fp.R, fc.R, P.w, C.w, v.data() + t.v_offset, H, unused);
+    motion_subspace(t.type, fp.R, fc.R, H);
     v.segment(t.v_offset, t.nv) = H.transpose() * V_rel;
     const double v_error = (V_rel - H * v.segment(t.v_offset, t.nv)).cwiseAbs().maxCoeff();
     if (v_error > tolerance) throw ModelError(who + ": the velocities violate it by " + sci(v_error));
@@ -212,6 +221,11 @@ void JointSpace::coordinates(const SystemState& state, Eigen::VectorXd& q, Eigen
 
 void JointSpace::forward_kinematics(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
                                     SystemState& bodies, std::vector<JointMotion>& motion) const {
+  place(q, bodies, motion);
+  move(v, bodies, motion);
+}
+
+void JointSpace::place(const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, std::vector<JointMotion>& motion) const {
   motion.resize(tree_.size());
   for (std::size_t k = 0; k < tree_.size(); ++k) {
     const TreeJoint& t = tree_[k];
@@ -228,18 +242,31 @@ void JointSpace::forward_kinematics(const Eigen::Ref<const Eigen::VectorXd>& q, 
     C.r = o - A_C * t.child_frame.origin;
     JointMotion& m = motion[k];
     m.point = o;
-    const double* vj = v.data() + t.v_offset;
-    // The child's angular velocity enters Hdot v only through child-fixed axes, which need w_C:
-    // w_C = w_P + (H v)_ang does not itself depend on Hdot, so compute H first, then w_C.
-    Vec6 Hdot_v;
-    motion_subspace(t.type, fp.R, Fc, P.w, P.w, vj, m.H, Hdot_v);
-    const Vec6 Hv = m.H * v.segment(t.v_offset, t.nv);
-    C.w = P.w + Hv.tail<3>();
-    C.v = P.v + P.w.cross(o - P.r) + Hv.head<3>() + C.w.cross(C.r - o);
-    motion_subspace(t.type, fp.R, Fc, P.w, C.w, vj, m.H, Hdot_v);
+    motion_subspace(t.type, fp.R, Fc, m.H);
     constraint_subspace(t.type, fp.R, Fc, m.D);
-    m.kappa = Hdot_v;
+  }
+}
+
+void JointSpace::move(const Eigen::Ref<const Eigen::VectorXd>& v, SystemState& bodies, std::vector<JointMotion>& motion) const {
+  for (std::size_t k = 0; k < tree_.size(); ++k) {
+    const TreeJoint& t = tree_[k];
+    const BodyState& P = state_of(bodies, t.parent);
+    BodyState& C = bodies[static_cast<std::size_t>(t.child)];
+    JointMotion& m = motion[k];
+    const auto vj = v.segment(t.v_offset, t.nv);
+    const Vec6 Hv = m.H * vj;
+    C.w = P.w + Hv.tail<3>();
+    C.v = P.v + P.w.cross(m.point - P.r) + Hv.head<3>() + C.w.cross(C.r - m.point);
+    subspace_rate(t, m.H, P.w, C.w, m.Hdot);
+    m.kappa.noalias() = m.Hdot * vj;
     m.kappa.head<3>() += P.w.cross(Hv.head<3>());
+  }
+}
+
+void JointSpace::subspace_rates(const SystemState& bodies, std::vector<JointMotion>& motion) const {
+  for (std::size_t k = 0; k < tree_.size(); ++k) {
+    const TreeJoint& t = tree_[k];
+    subspace_rate(t, motion[k].H, state_of(bodies, t.parent).w, state_of(bodies, t.child).w, motion[k].Hdot);
   }
 }
 

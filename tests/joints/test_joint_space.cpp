@@ -179,3 +179,40 @@ TEST(JointSpace, InconsistentStateIsReportedNamingTheJoint) {
     EXPECT_NE(std::string(e.what()).find("joint 'j2'"), std::string::npos) << e.what();
   }
 }
+
+// Hdot against central differences of H along the motion q(t) (constant v), for every joint type;
+// subspace_rates() (from the bodies' angular velocities alone) gives the same as move().
+TEST(JointSpace, SubspaceRateMatchesFiniteDifferencesOfH) {
+  const Model m = joint_zoo();
+  const JointSpace js(m, Topology(m));
+  std::mt19937 rng(5);
+  const Eigen::VectorXd q0 = random_coordinates(js, rng), v = random_vector(js.nv(), rng);
+  auto motion_at = [&](double t) {
+    Eigen::VectorXd q = q0;
+    if (t != 0.0) {
+      const auto rate = [&](double, const Eigen::VectorXd& x) {
+        Eigen::VectorXd d(x.size());
+        js.position_rate(x, v, d);
+        return d;
+      };
+      q = test::rk4(rate, q0, 0.0, t, t / 20);
+    }
+    SystemState s = initial_state(m);
+    std::vector<JointMotion> motion;
+    js.forward_kinematics(q, v, s, motion);
+    return std::pair{s, motion};
+  };
+  const double h = 1e-5;
+  const auto [sp, mp] = motion_at(h);
+  const auto [sm, mm] = motion_at(-h);
+  auto [s0, m0] = motion_at(0.0);
+  std::vector<JointMotion> again = m0;
+  for (JointMotion& jm : again) jm.Hdot.setZero();
+  js.subspace_rates(s0, again);
+  for (std::size_t k = 0; k < m0.size(); ++k) {
+    if (m0[k].H.cols() == 0) continue;  // fixed joint
+    const Eigen::MatrixXd fd = (mp[k].H - mm[k].H) / (2 * h);
+    EXPECT_LT((fd - m0[k].Hdot).cwiseAbs().maxCoeff(), 1e-8) << "tree joint " << k;
+    EXPECT_EQ(again[k].Hdot, m0[k].Hdot) << "tree joint " << k;
+  }
+}

@@ -3,6 +3,7 @@
 // joint's rows in both the tree (D) form and the loop-closing (absolute constraint) form.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "treedyn/dc_core.hpp"

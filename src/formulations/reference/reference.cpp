@@ -1,5 +1,6 @@
 #include "treedyn/formulations/reference.hpp"
 
+#include "../common/ode_formulation.hpp"
 #include "treedyn/errors.hpp"
 #include "treedyn/loads.hpp"
 #include "treedyn/projection.hpp"
@@ -10,35 +11,24 @@ namespace {
 constexpr int kPos = 7;  // per body: r (3) + quaternion (4)
 constexpr int kVel = 6;  // per body: v (3) + w (3)
 
-class Reference final : public Formulation, private OdeSystem {
+class Reference final : public OdeFormulation {
  public:
   Reference(const Model& model, const ReferenceOptions& options)
-      : model_(model),
+      : OdeFormulation(StageTimer{}),
+        model_(model),
         n_(model.body_count()),
         loads_(model),
         matrix_(model),
         projector_(model),
         state_(initial_state(model)) {
-    IntegratorOptions io;
-    io.step = options.dt;
-    io.rtol = options.rtol;
-    io.atol = options.atol;
-    integrator_ = make_integrator(options.integrator, *this, io);
-    y_.resize(size());
-    pack(state_, y_);
-    integrator_->reset(0.0, y_);
+    Eigen::VectorXd y(size());
+    pack(state_, y);
+    start(options.integrator, options.dt, options.rtol, options.atol, std::move(y));
     for (const auto& f : model.frictions)
       warnings_.push_back("reference: Coulomb friction '" + f.name + "' is ignored (not supported by this formulation)");
   }
 
   std::string name() const override { return "reference"; }
-  std::string integrator() const override { return integrator_->name(); }
-  double time() const override { return t_; }
-
-  void advance_to(double t) override {
-    integrator_->advance(t, y_);
-    t_ = t;
-  }
 
   void snapshot(Snapshot& out) override {
     unpack(y_, state_);
@@ -52,13 +42,6 @@ class Reference final : public Formulation, private OdeSystem {
     reactions(out);
     out.extra_power = 0.0;
   }
-
-  SolverStats stats() const override {
-    const IntegratorStats& s = integrator_->stats();
-    return {s.steps, s.rhs_evaluations, 0, s.projections};
-  }
-
-  std::vector<std::string> warnings() const override { return warnings_; }
 
  private:
   // OdeSystem -------------------------------------------------------------------------------
@@ -177,10 +160,7 @@ class Reference final : public Formulation, private OdeSystem {
   AppliedLoads loads_;
   ConstraintMatrix matrix_;
   ConstraintProjector projector_;
-  std::unique_ptr<Integrator> integrator_;
-  std::vector<std::string> warnings_;
-  double t_ = 0.0;
-  Eigen::VectorXd y_, projected_;
+  Eigen::VectorXd projected_;
   SystemState state_, work_;
   std::vector<Vec6> wrenches_;
   Eigen::VectorXd F_, Vdot_, lambda_;

@@ -1,0 +1,158 @@
+// The acceleration-level divide-and-conquer solve; symbols as in acceleration_solver.hpp.
+#include "acceleration_solver.hpp"
+
+#include "treedyn/errors.hpp"
+
+namespace treedyn::jc {
+
+AccelerationSolver::AccelerationSolver(const Model& model, int threads, double baumgarte_alpha, double baumgarte_beta)
+    : model_(model),
+      topology_(model),
+      tree_(model, topology_),
+      joints_(model, topology_),
+      layout_(make_layout(model, joints_)),
+      core_(tree_, layout_.sides),
+      loads_(model),
+      parallel_(threads),
+      baumgarte_alpha_(baumgarte_alpha),
+      baumgarte_beta_(baumgarte_beta),
+      bodies_(initial_state(model)),
+      rows_(model.joints.size()),
+      wrenches_(model.bodies.size()),
+      F_e_(model.bodies.size()),
+      J_inverse_(model.bodies.size()),
+      inertia_inverse_(model.bodies.size()),
+      handle_offset_(model.bodies.size() + 1, 0) {
+  for (int b = 0; b < model.body_count(); ++b) {
+    handle_offset_[static_cast<std::size_t>(b) + 1] = handle_offset_[static_cast<std::size_t>(b)] + core_.leaf(b).size();
+    inertia_inverse_[static_cast<std::size_t>(b)] = model.bodies[static_cast<std::size_t>(b)].inertia.inverse();
+  }
+  handle_l_.resize(static_cast<std::size_t>(handle_offset_.back()));
+  vdot_.setZero(joints_.nv());
+}
+
+std::span<Vec3> AccelerationSolver::handles_of(int b) {
+  const auto from = static_cast<std::size_t>(handle_offset_[static_cast<std::size_t>(b)]);
+  const auto to = static_cast<std::size_t>(handle_offset_[static_cast<std::size_t>(b) + 1]);
+  return {handle_l_.data() + from, to - from};
+}
+
+void AccelerationSolver::evaluate(double t, const Eigen::Ref<const Eigen::VectorXd>& q,
+                                  const Eigen::Ref<const Eigen::VectorXd>& v, StageTimer* timer) {
+  auto mark = [&](std::size_t stage) {
+    if (timer) timer->mark(stage);
+  };
+  if (timer) timer->start();
+  joints_.forward_kinematics(q, v, bodies_, motion_);  // serial in tree order
+  loads_.evaluate(t, bodies_, wrenches_);
+  handle_points(model_, layout_, motion_, bodies_, points_);
+  mark(0);
+  parallel_.for_each(model_.joint_count(), [&](int j) { joint_rows(j); });
+  mark(1);
+  core_.assemble(rows_, parallel_, [&](int b) { leaf_coefficients(b); });
+  mark(2);
+  core_.connect_base(rows_);
+  mark(3);
+  core_.disassemble(rows_, parallel_, [&](int b) { body_acceleration(b); });
+  mark(4);
+  parallel_.for_each(static_cast<int>(joints_.tree().size()), [&](int k) { joint_acceleration(k); });
+  mark(5);
+  if (!vdot_.allFinite()) throw SimulationError(t, "the divide-and-conquer solve gave non-finite joint accelerations");
+}
+
+/// D' (A_c - A_p) = D' kappa for a tree joint; J A = gamma (- Baumgarte) for a loop joint.
+void AccelerationSolver::joint_rows(int j) {
+  const int k = layout_.tree_index[static_cast<std::size_t>(j)];
+  Rows6& rows = rows_[static_cast<std::size_t>(j)];
+  if (k >= 0) {
+    const JointMotion& m = motion_[static_cast<std::size_t>(k)];
+    tree_rows(m, m.kappa, rows);
+    return;
+  }
+  const Joint& joint = model_.joints[static_cast<std::size_t>(j)];
+  const BodyState& P = state_of(bodies_, joint.parent);
+  const BodyState& C = state_of(bodies_, joint.child);
+  ConstraintBlock block;
+  joint_constraint(joint, P, C, block);
+  ConstraintVector rhs = block.gamma;
+  if (baumgarte_alpha_ != 0.0 || baumgarte_beta_ != 0.0) {
+    Vec6 V_P, V_C;
+    V_P << P.v, P.w;
+    V_C << C.v, C.w;
+    const ConstraintVector phi_dot = block.J_P * V_P + block.J_C * V_C + block.phi_t;
+    rhs -= 2.0 * baumgarte_alpha_ * phi_dot + baumgarte_beta_ * baumgarte_beta_ * block.phi;
+  }
+  loop_rows(block, points_[static_cast<std::size_t>(j)], P, C, rhs, /*acceleration=*/true, rows);
+}
+
+/// K and b of one body at its handles.
+void AccelerationSolver::leaf_coefficients(int b) {
+  const Body& body = model_.bodies[static_cast<std::size_t>(b)];
+  const BodyState& s = bodies_[static_cast<std::size_t>(b)];
+  const Mat3 A = s.q.toRotationMatrix();
+  const Mat3 J = A * body.inertia * A.transpose();
+  Mat3& Ji = J_inverse_[static_cast<std::size_t>(b)];
+  Ji = A * inertia_inverse_[static_cast<std::size_t>(b)] * A.transpose();
+  Vec6& F = F_e_[static_cast<std::size_t>(b)];
+  F = wrenches_[static_cast<std::size_t>(b)];
+  F.tail<3>() -= s.w.cross(J * s.w);
+  auto& leaf = core_.leaf(b);
+  const std::span<Vec3> l = handles_of(b);
+  for (std::size_t h = 0; h < l.size(); ++h) l[h] = points_[static_cast<std::size_t>(leaf.handles[h])] - s.r;
+  body_mobility<double>(1.0 / body.mass, Ji, l, leaf);
+  const Vec3 a0 = F.head<3>() / body.mass, alpha0 = Ji * F.tail<3>();
+  for (std::size_t h = 0; h < l.size(); ++h)  // b_h = S(l_h)' M^-1 F_e + [w x (w x l_h); 0]
+    leaf.b[h] << a0 + alpha0.cross(l[h]) + s.w.cross(s.w.cross(l[h])), alpha0;
+}
+
+/// A_com = M^-1 (F_e + sum_h S(l_h) f_h).
+void AccelerationSolver::body_acceleration(int b) {
+  const auto& leaf = core_.leaf(b);
+  const std::span<Vec3> l = handles_of(b);
+  Vec6 F = F_e_[static_cast<std::size_t>(b)];
+  for (std::size_t h = 0; h < l.size(); ++h) {
+    F.head<3>() += leaf.f[h].head<3>();
+    F.tail<3>() += leaf.f[h].tail<3>() + l[h].cross(leaf.f[h].head<3>());
+  }
+  BodyState& s = bodies_[static_cast<std::size_t>(b)];
+  s.a = F.head<3>() / model_.bodies[static_cast<std::size_t>(b)].mass;
+  s.alpha = J_inverse_[static_cast<std::size_t>(b)] * F.tail<3>();
+}
+
+/// vdot = H' (A_c(o) - A_p(o) - kappa).
+void AccelerationSolver::joint_acceleration(int k) {
+  const TreeJoint& t = joints_.tree()[static_cast<std::size_t>(k)];
+  const JointMotion& m = motion_[static_cast<std::size_t>(k)];
+  auto at_point = [&](int body) {
+    Vec6 A = Vec6::Zero();
+    if (body == kGround) return A;
+    const BodyState& s = bodies_[static_cast<std::size_t>(body)];
+    const Vec3 l = m.point - s.r;
+    A << s.a + s.alpha.cross(l) + s.w.cross(s.w.cross(l)), s.alpha;
+    return A;
+  };
+  vdot_.segment(t.v_offset, t.nv).noalias() = m.H.transpose() * (at_point(t.child) - at_point(t.parent) - m.kappa);
+}
+
+void AccelerationSolver::reactions(std::vector<JointReaction>& out) const {
+  out.assign(model_.joints.size(), JointReaction{});
+  for (std::size_t j = 0; j < model_.joints.size(); ++j) {
+    const Joint& joint = model_.joints[j];
+    const auto& leaf = core_.node(tree_.leaf_of(joint.child));
+    const int h = core_.handle_index(leaf, static_cast<int>(j));
+    if (h < 0) continue;  // a free joint carries no load
+    const Vec6& f = leaf.f[static_cast<std::size_t>(h)];
+    const BodyState& C = bodies_[static_cast<std::size_t>(joint.child)];
+    const Vec3 origin = C.r + C.q * joint.child_frame.origin;  // report about the child's joint frame
+    out[j] = {f.head<3>(), f.tail<3>() + (points_[j] - origin).cross(f.head<3>())};
+  }
+}
+
+void AccelerationSolver::update_angle_references(const Eigen::Ref<const Eigen::VectorXd>& q,
+                                                 const Eigen::Ref<const Eigen::VectorXd>& v) {
+  if (!loads_.measures_angles()) return;
+  joints_.forward_kinematics(q, v, bodies_, motion_);
+  loads_.update_angle_references(bodies_);
+}
+
+}  // namespace treedyn::jc

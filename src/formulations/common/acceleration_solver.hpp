@@ -1,0 +1,69 @@
+// Featherstone's divide-and-conquer forward dynamics at the acceleration level, on the spanning
+// tree's joint coordinates: the right-hand side of `dca`, and what `hdca` uses to report
+// accelerations and joint reactions at output times.
+//
+// The equations and symbols are those of include/treedyn/formulations/dca.hpp (steps 1-5 there).
+#pragma once
+
+#include "joint_tree.hpp"
+#include "treedyn/formulation.hpp"
+#include "treedyn/loads.hpp"
+#include "treedyn/stage_timer.hpp"
+
+namespace treedyn::jc {
+
+class AccelerationSolver {
+ public:
+  /// Stages marked in the timer given to evaluate(), in this order.
+  static StageTimer make_timer() {
+    return StageTimer{"kinematics", "rows", "assemble", "base", "disassemble", "joint_accelerations"};
+  }
+
+  AccelerationSolver(const Model& model, int threads, double baumgarte_alpha = 0.0, double baumgarte_beta = 0.0);
+  AccelerationSolver(const AccelerationSolver&) = delete;
+  AccelerationSolver& operator=(const AccelerationSolver&) = delete;
+
+  const JointSpace& joints() const { return joints_; }
+  const Topology& topology() const { return topology_; }
+  const AssemblyTree& tree() const { return tree_; }
+
+  /// Body states (accelerations included) and joint accelerations at (t, q, v). Throws
+  /// SimulationError if the accelerations are not finite. Marks the stages in `timer` if given.
+  void evaluate(double t, const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
+                StageTimer* timer = nullptr);
+  const SystemState& bodies() const { return bodies_; }
+  const Eigen::VectorXd& vdot() const { return vdot_; }
+  /// Reaction of every model joint on its child after evaluate() (zero for free joints).
+  void reactions(std::vector<JointReaction>& out) const;
+
+  /// Rotational springs and actuators unwrap their angles against the state (q, v).
+  void update_angle_references(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v);
+
+ private:
+  void joint_rows(int j);
+  void leaf_coefficients(int b);
+  void body_acceleration(int b);
+  void joint_acceleration(int k);
+
+  const Model& model_;
+  Topology topology_;
+  AssemblyTree tree_;
+  JointSpace joints_;
+  JointLayout layout_;
+  dc::HandleTree<double, 6> core_;
+  AppliedLoads loads_;
+  Parallel parallel_;
+  double baumgarte_alpha_, baumgarte_beta_;
+  SystemState bodies_;
+  std::vector<JointMotion> motion_;
+  std::vector<Vec3> points_;
+  std::vector<Rows6> rows_;
+  std::vector<Vec6> wrenches_, F_e_;
+  std::vector<Mat3> J_inverse_, inertia_inverse_;  // global (per evaluation), body frame (constant)
+  std::vector<Vec3> handle_l_;                     // l_h of every body's handles, body after body
+  std::vector<int> handle_offset_;                 // where each body's l_h start
+  std::span<Vec3> handles_of(int b);
+  Eigen::VectorXd vdot_;
+};
+
+}  // namespace treedyn::jc

@@ -1,0 +1,58 @@
+// What every formulation that integrates an ODE y' = f(t, y) shares (reference, dca, hdca): the
+// integrator, the time and state, statistics, and the per-stage timer that counts only inside
+// advance_to.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "treedyn/formulation.hpp"
+#include "treedyn/integrators.hpp"
+#include "treedyn/stage_timer.hpp"
+
+namespace treedyn {
+
+class OdeFormulation : public Formulation, protected OdeSystem {
+ public:
+  std::string integrator() const override { return integrator_->name(); }
+  double time() const override { return t_; }
+  void advance_to(double t) override {
+    const StageTimer::Scope counting(timer_);
+    integrator_->advance(t, y_);
+    t_ = t;
+  }
+  SolverStats stats() const override {
+    const IntegratorStats& s = integrator_->stats();
+    return {s.steps, s.rhs_evaluations, 0, s.projections};
+  }
+  std::vector<std::string> warnings() const override { return warnings_; }
+  std::map<std::string, double> stage_seconds() const override { return timer_.seconds(); }
+  OdeSystem* ode() override { return this; }
+  Eigen::VectorXd ode_state() const override { return y_; }
+
+ protected:
+  explicit OdeFormulation(StageTimer timer) : timer_(std::move(timer)) {}
+
+  /// Creates the integrator and starts it at (0, y0). Throws std::invalid_argument for an unknown
+  /// integrator name.
+  void start(const std::string& integrator, double dt, double rtol, double atol, Eigen::VectorXd y0) {
+    IntegratorOptions io;
+    io.step = dt;
+    io.rtol = rtol;
+    io.atol = atol;
+    y_ = std::move(y0);
+    integrator_ = make_integrator(integrator, *this, io);
+    integrator_->reset(0.0, y_);
+  }
+
+  StageTimer timer_;
+  std::vector<std::string> warnings_;
+  double t_ = 0.0;
+  Eigen::VectorXd y_;
+
+ private:
+  std::unique_ptr<Integrator> integrator_;
+};
+
+}  // namespace treedyn
