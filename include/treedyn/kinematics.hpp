@@ -47,6 +47,7 @@ struct ConstraintBlock {
   int parent = kGround, child = kGround;
   ConstraintVector phi, phi_t, gamma;
   ConstraintRows J_P, J_C;  // d(Phi_dot)/dV_parent, d(Phi_dot)/dV_child
+  ConstraintRows Jdot_P, Jdot_C;  // their time derivatives along the motion (gamma = -Jdot V - ...)
   int size() const { return static_cast<int>(phi.size()); }
 };
 

@@ -40,6 +40,8 @@ class RowWriter {
     b_.gamma.setZero(n);
     b_.J_P.setZero(n, 6);
     b_.J_C.setZero(n, 6);
+    b_.Jdot_P.setZero(n, 6);
+    b_.Jdot_C.setZero(n, 6);
     row_ = 0;
   }
 
@@ -53,6 +55,8 @@ class RowWriter {
     b_.J_P.block<3, 3>(row_, 3) = skew(g.s_P);
     b_.J_C.block<3, 3>(row_, 0) = Mat3::Identity();
     b_.J_C.block<3, 3>(row_, 3) = -skew(g.s_C);
+    b_.Jdot_P.block<3, 3>(row_, 3) = skew(g.P->w.cross(g.s_P));
+    b_.Jdot_C.block<3, 3>(row_, 3) = -skew(g.C->w.cross(g.s_C));
     row_ += 3;
   }
 
@@ -63,6 +67,9 @@ class RowWriter {
     b_.phi(row_) = a.dot(b);
     b_.J_P.block<1, 3>(row_, 3) = a.cross(b).transpose();
     b_.J_C.block<1, 3>(row_, 3) = b.cross(a).transpose();
+    const Vec3 a_dot = wP.cross(a), b_dot = wC.cross(b);
+    b_.Jdot_P.block<1, 3>(row_, 3) = (a_dot.cross(b) + a.cross(b_dot)).transpose();
+    b_.Jdot_C.block<1, 3>(row_, 3) = -b_.Jdot_P.block<1, 3>(row_, 3);
     const double jdot_v = wP.cross(wP.cross(a)).dot(b) + 2.0 * wP.cross(a).dot(wC.cross(b)) + a.dot(wC.cross(wC.cross(b)));
     b_.gamma(row_) = -jdot_v;
     return row_++;
@@ -76,6 +83,11 @@ class RowWriter {
     b_.J_P.block<1, 3>(row_, 3) = a.cross(g.d + g.s_P).transpose();
     b_.J_C.block<1, 3>(row_, 0) = a.transpose();
     b_.J_C.block<1, 3>(row_, 3) = g.s_C.cross(a).transpose();
+    const Vec3 a_dot = wP.cross(a), s_C_dot = g.C->w.cross(g.s_C);
+    b_.Jdot_P.block<1, 3>(row_, 0) = -a_dot.transpose();
+    b_.Jdot_P.block<1, 3>(row_, 3) = (a_dot.cross(g.d + g.s_P) + a.cross(g.d_dot + wP.cross(g.s_P))).transpose();
+    b_.Jdot_C.block<1, 3>(row_, 0) = a_dot.transpose();
+    b_.Jdot_C.block<1, 3>(row_, 3) = (s_C_dot.cross(a) + g.s_C.cross(a_dot)).transpose();
     const double jdot_v = wP.cross(wP.cross(a)).dot(g.d) + 2.0 * wP.cross(a).dot(g.d_dot) + a.dot(g.centripetal());
     b_.gamma(row_) = -jdot_v;
     return row_++;
@@ -184,6 +196,9 @@ void driver_constraint(const Driver& driver, const Joint& joint, double t, const
   const Vec3 du = -s * yP - c * xP;  // du/df
   w.dot1(g, u, xC);
   out.phi_t(0) = f1 * du.dot(xC);
+  // u also turns with time: d/dt (u x x_C) gains f1 du x x_C.
+  out.Jdot_P.block<1, 3>(0, 3) += f1 * du.cross(xC).transpose();
+  out.Jdot_C.block<1, 3>(0, 3) -= f1 * du.cross(xC).transpose();
   // Time-dependent part of Phi_ddot beyond the dot-1 term:
   // 2 f1 (w_P x du).x_C + 2 f1 du.(w_C x x_C) + f2 du.x_C - f1^2 u.x_C
   const double extra = 2.0 * f1 * P.w.cross(du).dot(xC) + 2.0 * f1 * du.dot(C.w.cross(xC)) + f2 * du.dot(xC) -

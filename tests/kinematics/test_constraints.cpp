@@ -45,6 +45,15 @@ void expect_derivatives_consistent(const Evaluate& eval, const BodyState& P, con
   const Eigen::VectorXd accel = (bp.phi - 2 * b0.phi + bm.phi) / (h * h);
   EXPECT_LT((b0.J_P * twist(P) + b0.J_C * twist(C) + b0.phi_t - rate).cwiseAbs().maxCoeff(), 1e-7);
   EXPECT_LT((accel + b0.gamma).cwiseAbs().maxCoeff(), 2e-5) << "gamma " << b0.gamma.transpose() << "\nfd " << accel.transpose();
+  // Jdot: the Jacobians' rate along the same motion (central differences, error O(h^2)).
+  EXPECT_LT(((bp.J_P - bm.J_P) / (2 * h) - b0.Jdot_P).cwiseAbs().maxCoeff(), 1e-6);
+  EXPECT_LT(((bp.J_C - bm.J_C) / (2 * h) - b0.Jdot_C).cwiseAbs().maxCoeff(), 1e-6);
+}
+
+/// Without explicit time dependence Phi_ddot = J A + Jdot V, so gamma = -Jdot V: the two were
+/// derived separately (gamma from the primitives' second derivatives).
+void expect_gamma_is_minus_jdot_v(const ConstraintBlock& b, const BodyState& P, const BodyState& C) {
+  EXPECT_LT((b.gamma + b.Jdot_P * twist(P) + b.Jdot_C * twist(C)).cwiseAbs().maxCoeff(), 1e-12);
 }
 
 const JointType kAllTypes[] = {JointType::Revolute, JointType::Prismatic, JointType::Cylindrical, JointType::Universal,
@@ -64,6 +73,7 @@ TEST(JointConstraints, JacobianAndGammaMatchFiniteDifferencesForEveryJointType) 
       ConstraintBlock b;
       joint_constraint(j, P, C, b);
       EXPECT_EQ(b.size(), joint_constraint_count(type));
+      expect_gamma_is_minus_jdot_v(b, P, C);
     }
   }
 }
