@@ -81,13 +81,13 @@ struct Elimination {
   std::vector<YBlock> Y;
   std::vector<WBlock> W;
   PsdSolver<S, MaxM> solver;
-  void resize(int m, int handles) {
+  void resize(int m, int handles, InverseMethod method) {
     Z.setZero(m, m);
     beta_hat.setZero(m);
     lambda.setZero(m);
     Y.assign(static_cast<std::size_t>(handles), YBlock::Zero(Dim, m));
     W.assign(static_cast<std::size_t>(handles), WBlock::Zero(m, Dim));
-    solver = PsdSolver<S, MaxM>(m);
+    solver = PsdSolver<S, MaxM>(m, method);
   }
 };
 
@@ -142,8 +142,9 @@ class HandleTree {
     const Mat& k(int i, int j) const { return K[static_cast<std::size_t>(i * size() + j)]; }
   };
 
-  /// sides[j]: the bodies and row count of every model joint j.
-  HandleTree(const AssemblyTree& tree, std::vector<JointSides> sides);
+  /// sides[j]: the bodies and row count of every model joint j; `method`: how the eliminations
+  /// invert their matrices.
+  HandleTree(const AssemblyTree& tree, std::vector<JointSides> sides, InverseMethod method = InverseMethod::Cholesky);
   HandleTree(const HandleTree&) = delete;  // nodes point into the arenas
   HandleTree& operator=(const HandleTree&) = delete;
 
@@ -182,6 +183,10 @@ class HandleTree {
   /// True if the last solve met a singular elimination matrix somewhere.
   bool any_singular() const;
 
+  /// The multipliers lambda of a joint (G_p' lambda, G_c' lambda are its loads) after
+  /// disassembly, in the first rows entries; zero for a joint without rows.
+  Vec multiplier(int joint) const;
+
  private:
   void setup_node(int id);
   void assemble_node(int id, const std::vector<JointRows<S, Dim>>& rows);
@@ -197,6 +202,7 @@ class HandleTree {
 
   const AssemblyTree* tree_;
   std::vector<JointSides> sides_;
+  InverseMethod method_;
   std::vector<Node> nodes_;
   std::vector<Mat> K_arena_, W_arena_;
   std::vector<Vec> b_arena_, f_arena_;
@@ -205,6 +211,10 @@ class HandleTree {
     int m = 0;
     Multiple multiple;
   } base_;
+  struct Where {  // where a joint is eliminated: node (-1: the base connection), offset in its lambda
+    int node = -1, offset = 0;
+  };
+  std::vector<Where> where_;
 };
 
 }  // namespace treedyn::dc

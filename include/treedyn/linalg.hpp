@@ -1,36 +1,77 @@
 // treedyn — solving with symmetric positive semi-definite matrices (J M^-1 J' and the
 // divide-and-conquer elimination matrices): Cholesky while the matrix is positive definite, a
-// complete orthogonal decomposition (minimum-norm solutions) when it is singular, as it is with
+// singular value decomposition (minimum-norm solutions) when it is singular, as it is with
 // redundant constraints and at singular positions. Storage is sized once; solving reuses it.
 #pragma once
 
 #include <Eigen/Cholesky>
+#include <Eigen/SVD>
 #include <Eigen/QR>
 #include <cmath>
 
+#include "treedyn/small_inverse.hpp"
+
 namespace treedyn {
 
-/// MaxSize: a compile-time bound on the size (stack storage, no heap), or Eigen::Dynamic.
+/// How the divide-and-conquer eliminations invert their small symmetric matrices: by Cholesky
+/// (the default), or as paper 004 does on its FPGA, by the adjugate (2 x 2) and LDUP (larger).
+/// Either falls back to the minimum-norm solution when the matrix is singular.
+enum class InverseMethod { Cholesky, AdjugateLdup };
+
+/// The inverse of a small square matrix by the adjugate (2 x 2) or LDUP (paper 004, Sect. 3);
+/// false if it is singular: a pivot (or, for 2 x 2, the determinant) below relative_pivot times
+/// the largest entry (squared).
+template <class S, int Rows, int Cols, int Options, int MaxRows, int MaxCols>
+bool paper_inverse(const Eigen::Matrix<S, Rows, Cols, Options, MaxRows, MaxCols>& A,
+                   Eigen::Matrix<S, Rows, Cols, Options, MaxRows, MaxCols>& inverse, S relative_pivot) {
+  const int n = static_cast<int>(A.rows());
+  if (n > kMaxLdupSize) return false;
+  S a[kMaxLdupSize * kMaxLdupSize], x[kMaxLdupSize * kMaxLdupSize];
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) a[i * n + j] = A(i, j);
+  const S tiny = relative_pivot * A.cwiseAbs().maxCoeff();
+  const bool ok = n == 1   ? (std::abs(A(0, 0)) > tiny && (x[0] = S(1) / A(0, 0), true))
+                  : n == 2 ? adjugate_inverse(a, x, tiny * A.cwiseAbs().maxCoeff())
+                           : ldup_inverse(n, a, x, tiny);
+  if (!ok) return false;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) inverse(i, j) = x[i * n + j];
+  return true;
+}
+
+/// MaxSize: a compile-time bound on the size (stack storage, no heap), or Eigen::Dynamic (heap
+/// storage sized by the constructor; compute and solve then allocate nothing).
 template <class S, int MaxSize = Eigen::Dynamic>
 class PsdSolver {
  public:
   using Matrix = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, 0, MaxSize, MaxSize>;
+  using Vector = Eigen::Matrix<S, Eigen::Dynamic, 1, 0, MaxSize, 1>;
 
-  explicit PsdSolver(Eigen::Index size = 0) : llt_(size), cod_(size, size) {}
+  explicit PsdSolver(Eigen::Index size = 0, InverseMethod method = InverseMethod::Cholesky)
+      : llt_(size), svd_(size, size, Eigen::ComputeFullU | Eigen::ComputeFullV), method_(method), scratch_(size) {
+    if (method == InverseMethod::AdjugateLdup) inverse_.setZero(size, size);
+  }
 
   /// Factorises A (symmetric, positive semi-definite). A pivot below `relative_pivot` times the
-  /// largest diagonal entry counts as zero and switches to the rank-revealing path.
+  /// largest diagonal entry counts as zero and switches to the rank-revealing path: the singular
+  /// value decomposition (Jacobi; it allocates nothing once sized), whose singular values below
+  /// `relative_pivot` times the largest count as zero.
   void compute(const Matrix& A, S relative_pivot = S(1e-10)) {
+    use_inverse_ = false;
     if (A.rows() == 0) {
       use_llt_ = true;
+      return;
+    }
+    if (method_ == InverseMethod::AdjugateLdup && paper_inverse(A, inverse_, relative_pivot)) {
+      use_inverse_ = use_llt_ = true;
       return;
     }
     llt_.compute(A);
     const S diag = A.diagonal().cwiseAbs().maxCoeff();
     use_llt_ = llt_.info() == Eigen::Success && llt_.matrixLLT().diagonal().cwiseAbs2().minCoeff() > relative_pivot * diag;
     if (!use_llt_) {
-      cod_.setThreshold(relative_pivot);
-      cod_.compute(A);
+      svd_.compute(A, Eigen::ComputeFullU | Eigen::ComputeFullV);
+      cutoff_ = relative_pivot * svd_.singularValues()(0);
     }
   }
 
@@ -38,8 +79,21 @@ class PsdSolver {
   template <class Derived>
   void solve_in_place(Eigen::MatrixBase<Derived>& b) const {
     if (b.rows() == 0) return;
-    if (use_llt_) llt_.solveInPlace(b);
-    else b = cod_.solve(b).eval();
+    if (use_inverse_) {
+      for (Eigen::Index c = 0; c < b.cols(); ++c) {
+        scratch_.noalias() = inverse_ * b.col(c);
+        b.col(c) = scratch_;
+      }
+    } else if (use_llt_) {
+      llt_.solveInPlace(b);
+    } else {  // minimum norm: V diag(1/s, 0 for s <= cutoff) U' b
+      const auto& s = svd_.singularValues();
+      for (Eigen::Index c = 0; c < b.cols(); ++c) {
+        scratch_.noalias() = svd_.matrixU().transpose() * b.col(c);
+        for (Eigen::Index i = 0; i < scratch_.size(); ++i) scratch_(i) = s(i) > cutoff_ ? scratch_(i) / s(i) : S(0);
+        b.col(c).noalias() = svd_.matrixV() * scratch_;
+      }
+    }
   }
 
   /// A^+ b.
@@ -56,8 +110,12 @@ class PsdSolver {
 
  private:
   Eigen::LLT<Matrix> llt_;
-  Eigen::CompleteOrthogonalDecomposition<Matrix> cod_;
-  bool use_llt_ = true;
+  Eigen::JacobiSVD<Matrix> svd_;
+  InverseMethod method_;
+  Matrix inverse_;          // AdjugateLdup: the explicit inverse
+  mutable Vector scratch_;  // one column of a product
+  S cutoff_ = S(0);
+  bool use_llt_ = true, use_inverse_ = false;
 };
 
 /// Inverse of a small symmetric positive definite matrix by Cholesky, written out so that a

@@ -48,4 +48,12 @@ class StageTimer {
   bool counting_ = false;
 };
 
+/// Marks `stage` on a timer that may be absent (work done outside any profile).
+inline void mark(StageTimer* timer, std::size_t stage) {
+  if (timer) timer->mark(stage);
+}
+inline void start(StageTimer* timer) {
+  if (timer) timer->start();
+}
+
 }  // namespace treedyn

@@ -3,8 +3,8 @@
 namespace treedyn::dc {
 
 template <class S, int Dim>
-HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides> sides)
-    : tree_(&tree), sides_(std::move(sides)), nodes_(tree.nodes().size()) {
+HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides> sides, InverseMethod method)
+    : tree_(&tree), sides_(std::move(sides)), method_(method), nodes_(tree.nodes().size()) {
   // Handles (joints that carry loads), then the arenas in the passes' visiting order.
   std::vector<int> order;
   for (const auto& s : tree.subtrees()) order.insert(order.end(), s.begin(), s.end());
@@ -43,7 +43,11 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     base_.eliminated.push_back({j, base_.m, rows, i, -1, root.holds_p[static_cast<std::size_t>(i)] != 0});
     base_.m += rows;
   }
-  base_.multiple.resize(base_.m, 0);
+  base_.multiple.resize(base_.m, 0, method_);
+  where_.resize(sides_.size());
+  for (const Eliminated& x : base_.eliminated) where_[static_cast<std::size_t>(x.joint)] = {-1, x.offset};
+  for (int id = 0; id < static_cast<int>(nodes_.size()); ++id)
+    for (const Eliminated& x : node(id).eliminated) where_[static_cast<std::size_t>(x.joint)] = {id, x.offset};
 }
 
 template <class S, int Dim>
@@ -67,7 +71,7 @@ void HandleTree<S, Dim>::setup_node(int id) {
     const int l = handle_index(left, j);
     n.from.push_back(l >= 0 ? typename Node::Source{0, l} : typename Node::Source{1, handle_index(node(a.right), j)});
   }
-  if (!uses_single(n) && n.m > 0) n.multiple.resize(n.m, h);  // several joints, or too many handles for the single kernel
+  if (!uses_single(n) && n.m > 0) n.multiple.resize(n.m, h, method_);  // several joints, or too many handles for the single kernel
 }
 
 // One joint of M rows between the children (chains, trees): fixed sizes throughout.
@@ -89,7 +93,8 @@ void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], co
   rhs.noalias() -= G0 * side[0]->b[static_cast<std::size_t>(x.left)];
   rhs.noalias() -= G1 * side[1]->b[static_cast<std::size_t>(x.right)];
   MatM Z_inverse;
-  e.singular = !cholesky_inverse<S, M>(Z, Z_inverse);
+  e.singular = method_ == InverseMethod::AdjugateLdup ? !paper_inverse(Z, Z_inverse, S(1e-10))
+                                                      : !cholesky_inverse<S, M>(Z, Z_inverse);
   if (e.singular) Z_inverse = small_pseudo_inverse<S, M>(Z);
   e.beta_hat.template head<M>().noalias() = Z_inverse * rhs;
   // Y_i = K_i,e G' and W_i = Z^+ Y_i' (paper 004, Eqs. 35-36).
@@ -279,6 +284,22 @@ bool HandleTree<S, Dim>::any_singular() const {
     if (!uses_single(n) && n.m > 0 && n.multiple.solver.singular()) return true;
   }
   return false;
+}
+
+template <class S, int Dim>
+typename HandleTree<S, Dim>::Vec HandleTree<S, Dim>::multiplier(int joint) const {
+  Vec out = Vec::Zero();
+  const int rows = sides_[static_cast<std::size_t>(joint)].rows;
+  if (rows == 0) return out;
+  const Where w = where_[static_cast<std::size_t>(joint)];
+  if (w.node < 0) {
+    out.head(rows) = base_.multiple.lambda.segment(w.offset, rows);
+  } else {
+    const Node& n = node(w.node);
+    if (uses_single(n)) out.head(rows) = n.single.lambda.head(rows);
+    else out.head(rows) = n.multiple.lambda.segment(w.offset, rows);
+  }
+  return out;
 }
 
 template class HandleTree<double, 6>;

@@ -39,24 +39,21 @@ std::span<Vec3> AccelerationSolver::handles_of(int b) {
 
 void AccelerationSolver::evaluate(double t, const Eigen::Ref<const Eigen::VectorXd>& q,
                                   const Eigen::Ref<const Eigen::VectorXd>& v, StageTimer* timer) {
-  auto mark = [&](std::size_t stage) {
-    if (timer) timer->mark(stage);
-  };
-  if (timer) timer->start();
+  start(timer);
   joints_.forward_kinematics(q, v, bodies_, motion_);  // serial in tree order
   loads_.evaluate(t, bodies_, wrenches_);
   handle_points(model_, layout_, motion_, bodies_, points_);
-  mark(0);
+  mark(timer, 0);
   parallel_.for_each(model_.joint_count(), [&](int j) { joint_rows(j); });
-  mark(1);
+  mark(timer, 1);
   core_.assemble(rows_, parallel_, [&](int b) { leaf_coefficients(b); });
-  mark(2);
+  mark(timer, 2);
   core_.connect_base(rows_);
-  mark(3);
+  mark(timer, 3);
   core_.disassemble(rows_, parallel_, [&](int b) { body_acceleration(b); });
-  mark(4);
+  mark(timer, 4);
   parallel_.for_each(static_cast<int>(joints_.tree().size()), [&](int k) { joint_acceleration(k); });
-  mark(5);
+  mark(timer, 5);
   if (!vdot_.allFinite()) throw SimulationError(t, "the divide-and-conquer solve gave non-finite joint accelerations");
 }
 

@@ -1,0 +1,125 @@
+// Paper 004's small-matrix inverses: correct against Eigen's, and costing exactly the operation
+// counts the paper derives (Sect. 4.4), counted by a scalar type that counts what it does.
+#include <gtest/gtest.h>
+
+#include <Eigen/LU>
+#include <random>
+
+#include "treedyn/linalg.hpp"
+#include "treedyn/small_inverse.hpp"
+
+using namespace treedyn;
+
+namespace {
+
+/// A float that counts multiplications, additions (a subtraction is the addition of a negated
+/// value, as on the paper's FPGA) and reciprocals; negation and comparison are free.
+struct Counted {
+  float v = 0;
+  static inline long multiplications = 0, additions = 0, reciprocals = 0;
+  static void reset() { multiplications = additions = reciprocals = 0; }
+  Counted() = default;
+  explicit Counted(float x) : v(x) {}
+  Counted operator-() const { return Counted(-v); }
+  friend Counted operator*(Counted a, Counted b) { return ++multiplications, Counted(a.v * b.v); }
+  friend Counted operator+(Counted a, Counted b) { return ++additions, Counted(a.v + b.v); }
+  friend Counted operator-(Counted a, Counted b) { return ++additions, Counted(a.v - b.v); }
+  friend Counted operator/(Counted a, Counted b) {
+    EXPECT_EQ(a.v, 1.0f) << "only reciprocals are expected";
+    return ++reciprocals, Counted(a.v / b.v);
+  }
+  friend bool operator>(Counted a, Counted b) { return a.v > b.v; }
+  friend bool operator==(Counted a, Counted b) { return a.v == b.v; }
+  friend Counted abs(Counted a) { return Counted(std::abs(a.v)); }
+};
+
+Eigen::MatrixXd random_matrix(int n, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Eigen::MatrixXd A(n, n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) A(i, j) = u(rng);
+  A(0, 0) = 0.0;  // forces a row exchange at the first pivot
+  return A;
+}
+
+}  // namespace
+
+TEST(SmallInverse, LdupInverseMatchesEigenWithPivoting) {
+  std::mt19937 rng(11);
+  for (int n = 1; n <= 8; ++n) {
+    Eigen::MatrixXd A = random_matrix(n, rng);
+    if (n == 1) A(0, 0) = 0.7;
+    Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> a = A, x(n, n);
+    ASSERT_TRUE(ldup_inverse(n, a.data(), x.data())) << n;
+    EXPECT_LT((x * A - Eigen::MatrixXd::Identity(n, n)).cwiseAbs().maxCoeff(), 1e-12) << n;
+  }
+}
+
+TEST(SmallInverse, AdjugateInverseMatchesEigen) {
+  const double A[4] = {0.3, -1.2, 2.0, 0.5};
+  double x[4];
+  ASSERT_TRUE(adjugate_inverse(A, x));
+  const Eigen::Matrix2d expected = Eigen::Map<const Eigen::Matrix<double, 2, 2, Eigen::RowMajor>>(A).inverse();
+  EXPECT_LT((Eigen::Map<const Eigen::Matrix<double, 2, 2, Eigen::RowMajor>>(x) - expected).cwiseAbs().maxCoeff(), 1e-15);
+}
+
+// Paper 004, Sect. 4.4: (n-1) n (n+1) multiplications and (n-1)^2 n additions (60 and 36 for a
+// 4 x 4 matrix), with the n reciprocals of the pivots.
+TEST(SmallInverse, LdupCostsThePapersOperationCounts) {
+  std::mt19937 rng(12);
+  for (int n = 2; n <= 8; ++n) {
+    const Eigen::MatrixXd A = random_matrix(n, rng);
+    std::vector<Counted> a(static_cast<std::size_t>(n * n)), x(a.size());
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) a[static_cast<std::size_t>(i * n + j)] = Counted(static_cast<float>(A(i, j)));
+    Counted::reset();
+    ASSERT_TRUE(ldup_inverse(n, a.data(), x.data()));
+    EXPECT_EQ(Counted::multiplications, (n - 1) * n * (n + 1)) << n;
+    EXPECT_EQ(Counted::additions, (n - 1) * (n - 1) * n) << n;
+    EXPECT_EQ(Counted::reciprocals, n) << n;
+    if (n == 4) {
+      EXPECT_EQ(Counted::multiplications, 60);
+      EXPECT_EQ(Counted::additions, 36);
+    }
+  }
+}
+
+TEST(SmallInverse, AdjugateCostsSixMultiplicationsOneAdditionOneReciprocal) {
+  const Counted A[4] = {Counted(0.3f), Counted(-1.2f), Counted(2.0f), Counted(0.5f)};
+  Counted x[4];
+  Counted::reset();
+  ASSERT_TRUE(adjugate_inverse(A, x));
+  EXPECT_EQ(Counted::multiplications, 6);
+  EXPECT_EQ(Counted::additions, 1);
+  EXPECT_EQ(Counted::reciprocals, 1);
+}
+
+TEST(SmallInverse, SingularMatricesAreReported) {
+  const double A[9] = {1, 2, 3, 2, 4, 6, 0, 1, 1};  // second row twice the first
+  double x[9];
+  EXPECT_FALSE(ldup_inverse(3, A, x, 1e-12));
+  const double B[4] = {1, 2, 2, 4};
+  EXPECT_FALSE(adjugate_inverse(B, x, 1e-12));
+}
+
+// The solver the divide-and-conquer eliminations use gives the same solutions with the paper's
+// inverses as with Cholesky, and the minimum-norm solution for a singular matrix either way.
+TEST(SmallInverse, PsdSolverWithThePapersInversesMatchesCholesky) {
+  std::mt19937 rng(13);
+  const Eigen::MatrixXd F = random_matrix(5, rng);
+  const Eigen::MatrixXd A = F * F.transpose() + 0.1 * Eigen::MatrixXd::Identity(5, 5);
+  const Eigen::VectorXd b = Eigen::VectorXd::LinSpaced(5, -1.0, 2.0);
+  PsdSolver<double> cholesky(5), paper(5, InverseMethod::AdjugateLdup);
+  cholesky.compute(A);
+  paper.compute(A);
+  EXPECT_LT((cholesky.solve(b) - paper.solve(b)).cwiseAbs().maxCoeff(), 1e-12);
+  const Eigen::MatrixXd G = F.leftCols(3);
+  const Eigen::MatrixXd singular = G * G.transpose();  // rank 3
+  const Eigen::VectorXd consistent = singular * b;
+  paper.compute(singular);
+  EXPECT_TRUE(paper.singular());
+  const Eigen::VectorXd x = paper.solve(consistent);
+  EXPECT_LT((singular * x - consistent).cwiseAbs().maxCoeff(), 1e-10);
+  const Eigen::VectorXd minimum_norm = singular.completeOrthogonalDecomposition().solve(consistent);
+  EXPECT_LT((x - minimum_norm).cwiseAbs().maxCoeff(), 1e-10);
+}
