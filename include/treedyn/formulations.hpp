@@ -8,6 +8,7 @@
 
 #include "treedyn/formulation.hpp"
 #include "treedyn/formulations/dca.hpp"
+#include "treedyn/formulations/hdca.hpp"
 #include "treedyn/formulations/reference.hpp"
 
 namespace treedyn {
@@ -20,6 +21,7 @@ struct FormulationSettings {
   int threads = 1;
   ReferenceOptions reference;              // formulation-specific defaults live in these
   DcaOptions dca;
+  HdcaOptions hdca;
 };
 
 struct FormulationInfo {

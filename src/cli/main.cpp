@@ -58,6 +58,8 @@ struct SimulateArgs {
   int threads = 1, sample_every = 1;
   bool assemble = false, quiet = false, profile = false;
   std::vector<double> baumgarte;  // dca: alpha, beta
+  bool planar = false;            // hdca: paper 004's planar form
+  std::string precision = "double", inverse = "cholesky";  // hdca
 };
 
 /// Per-stage split of the time spent advancing (stages the formulation times, the rest "other").
@@ -110,6 +112,9 @@ int simulate(const SimulateArgs& a) {
     settings.dca.baumgarte_alpha = a.baumgarte[0];
     settings.dca.baumgarte_beta = a.baumgarte[1];
   }
+  settings.hdca.planar = a.planar;
+  settings.hdca.single_precision = a.precision == "float";
+  settings.hdca.inverse = a.inverse == "ldup" ? InverseMethod::AdjugateLdup : InverseMethod::Cholesky;
   auto f = make_formulation(formulation, model, settings);
   const std::string out_dir = !a.output.empty() ? a.output : "results/" + model.name;
   ResultWriter writer(model, out_dir);
@@ -187,9 +192,9 @@ int main(int argc, char** argv) {
   s->add_option("--formulation,-f", sim.formulation, "formulation (default: the model's, else reference)");
   s->add_option("--t-end", sim.t_end, "end time, s (default: the model's, else 10)");
   s->add_option("--dt", sim.dt, "step of fixed-step methods, output interval of adaptive ones, s (default: the model's, else 0.01)");
-  s->add_option("--integrator", sim.integrator, "ODE integrator (defaults: reference bdf, dca dopri5)");
-  s->add_option("--rtol", sim.rtol, "relative tolerance of adaptive integrators (defaults: reference 1e-10, dca 1e-6)");
-  s->add_option("--atol", sim.atol, "absolute tolerance of adaptive integrators (defaults: reference 1e-10, dca 1e-6)");
+  s->add_option("--integrator", sim.integrator, "ODE integrator (defaults: reference bdf, dca and hdca dopri5)");
+  s->add_option("--rtol", sim.rtol, "relative tolerance of adaptive integrators (defaults: reference 1e-10, dca and hdca 1e-6)");
+  s->add_option("--atol", sim.atol, "absolute tolerance of adaptive integrators (defaults: reference 1e-10, dca and hdca 1e-6)");
   s->add_option("--threads", sim.threads, "threads for the tree passes")->capture_default_str()->check(CLI::PositiveNumber);
   s->add_option("--sample-every", sim.sample_every, "write every k-th step")->capture_default_str()->check(CLI::PositiveNumber);
   s->add_option("--output,-o", sim.output, "output directory (default: results/<model name>)");
@@ -201,6 +206,14 @@ int main(int argc, char** argv) {
                 "dca: Baumgarte stabilisation of loop-closing joints, alpha,beta (default 0,0: none, as in paper 001)")
       ->delimiter(',')
       ->expected(2);
+  s->add_flag("--planar", sim.planar, "hdca: planar form of paper 004 (revolute and prismatic joints in the xy plane)");
+  s->add_option("--precision", sim.precision, "hdca: arithmetic, double or float (paper 004)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"double", "float"}));
+  s->add_option("--inverse", sim.inverse,
+                "hdca: small-matrix inverses, cholesky or ldup (paper 004: adjugate for 2x2, LDUP factorisation beyond)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cholesky", "ldup"}));
   s->footer(list_formulations());
 
   std::string info_path;

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <cstddef>
 
+#include "treedyn/formulation.hpp"
+
 extern "C" void* __libc_malloc(std::size_t);
 extern "C" void* __libc_calloc(std::size_t, std::size_t);
 extern "C" void* __libc_realloc(void*, std::size_t);
@@ -32,4 +34,13 @@ CountAllocations::CountAllocations() {
 }
 CountAllocations::~CountAllocations() { counting = false; }
 long CountAllocations::count() const { return allocations.load(); }
+
+long rhs_allocations(Formulation& formulation) {
+  const Eigen::VectorXd y = formulation.ode_state();
+  Eigen::VectorXd ydot(y.size());
+  formulation.ode()->rhs(0.0, y, ydot);
+  const CountAllocations count;
+  formulation.ode()->rhs(0.0, y, ydot);
+  return count.count();
+}
 }  // namespace treedyn::test

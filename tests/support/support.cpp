@@ -1,5 +1,7 @@
 #include "support.hpp"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 
 #include "treedyn/model_builder.hpp"
@@ -112,6 +114,114 @@ double max_deviation_from_lagrange(const Recorder& recording, const DoublePendul
     worst = std::max({worst, (s.bodies[0].r - c1).norm(), (s.bodies[1].r - c2).norm()});
   }
   return worst;
+}
+
+Body link(const std::string& name, const Vec3& a, const Vec3& b, double mass) {
+  Body body;
+  body.name = name;
+  body.mass = mass;
+  body.inertia = Vec3(0.05, 0.3, 0.3).asDiagonal() * mass;
+  body.position = 0.5 * (a + b);
+  body.orientation = Quat::FromTwoVectors(Vec3::UnitX(), b - a);
+  return body;
+}
+
+Model branched_tree() {
+  ModelBuilder b("tree");
+  b.gravity({0, -9.81, 0});
+  auto add = [&](const std::string& name, const std::string& parent, const Vec3& a, const Vec3& c, JointType type) {
+    b.body(link(name, a, c));
+    const Vec3 axis = (c - a).cross(Vec3(0.3, 0.2, 1.0)).normalized();
+    b.joint(JointSpec::at("j_" + name, type, parent, name, a, axis,
+                          type == JointType::Universal ? std::optional<Vec3>((c - a).cross(axis).normalized()) : std::nullopt));
+  };
+  add("trunk", "ground", {0, 0, 0}, {0.3, -0.8, 0.1}, JointType::Spherical);
+  add("l1", "trunk", {0.3, -0.8, 0.1}, {0.7, -1.5, 0.3}, JointType::Revolute);
+  add("l2", "l1", {0.7, -1.5, 0.3}, {0.9, -2.2, 0.6}, JointType::Spherical);
+  add("l3", "l2", {0.9, -2.2, 0.6}, {1.0, -2.9, 0.9}, JointType::Universal);
+  add("r1", "trunk", {0.3, -0.8, 0.1}, {0.0, -1.5, -0.3}, JointType::Universal);
+  add("r2", "r1", {0.0, -1.5, -0.3}, {-0.2, -2.2, -0.5}, JointType::Spherical);
+  add("r3", "r2", {-0.2, -2.2, -0.5}, {-0.1, -2.9, -0.8}, JointType::Revolute);
+  add("s1", "r1", {0.0, -1.5, -0.3}, {0.4, -2.0, -0.7}, JointType::Spherical);
+  return b.build();
+}
+
+Model floating_chain() {
+  ModelBuilder b("floating");
+  Body a = link("a", {0, 0, 0}, {1, 0, 0}), c = link("c", {1, 0, 0}, {1.5, 0.8, 0.2}), d = link("d", {1.5, 0.8, 0.2}, {2, 1, 1});
+  a.velocity = {0.3, 0, 0.1};
+  a.angular_velocity = {0.2, 1.0, -0.5};
+  c.velocity = a.velocity + a.angular_velocity.cross(c.position - a.position);
+  c.angular_velocity = a.angular_velocity;
+  d.velocity = a.velocity + a.angular_velocity.cross(d.position - a.position);
+  d.angular_velocity = a.angular_velocity;
+  b.body(a).body(c).body(d);
+  b.joint(JointSpec::at("ac", JointType::Spherical, "a", "c", {1, 0, 0}));
+  b.joint(JointSpec::at("cd", JointType::Revolute, "c", "d", {1.5, 0.8, 0.2}, Vec3(0, 0, 1)));
+  return b.build();
+}
+
+std::pair<Vec3, Vec3> total_momenta(const Model& m, const SystemState& s) {
+  Vec3 p = Vec3::Zero(), L = Vec3::Zero();
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const Mat3 A = s[i].q.toRotationMatrix();
+    p += m.bodies[i].mass * s[i].v;
+    L += s[i].r.cross(m.bodies[i].mass * s[i].v) + A * m.bodies[i].inertia * A.transpose() * s[i].w;
+  }
+  return {p, L};
+}
+
+void expect_identical_for_one_and_two_threads(const Model& model, const std::string& formulation,
+                                              FormulationSettings settings, double t_end) {
+  Recorder one, two;
+  settings.threads = 1;
+  ASSERT_TRUE(simulate(model, formulation, settings, t_end, 0.05, &one).ok());
+  settings.threads = 2;
+  ASSERT_TRUE(simulate(model, formulation, settings, t_end, 0.05, &two).ok());
+  ASSERT_EQ(one.snapshots.size(), two.snapshots.size());
+  for (std::size_t k = 0; k < one.snapshots.size(); ++k)
+    for (std::size_t i = 0; i < one.snapshots[k].bodies.size(); ++i) {
+      EXPECT_EQ(one.snapshots[k].bodies[i].r, two.snapshots[k].bodies[i].r) << model.name;
+      EXPECT_EQ(one.snapshots[k].bodies[i].v, two.snapshots[k].bodies[i].v) << model.name;
+      EXPECT_EQ(one.snapshots[k].bodies[i].a, two.snapshots[k].bodies[i].a) << model.name;
+    }
+}
+
+void expect_reactions_match_reference(const Model& m, const std::string& formulation, FormulationSettings settings,
+                                      double tol, double bound) {
+  FormulationSettings ref_settings;
+  ref_settings.rtol = ref_settings.atol = settings.rtol = settings.atol = tol;
+  Recorder ref, other;
+  ASSERT_TRUE(simulate(m, "reference", ref_settings, 1.0, 0.25, &ref).ok());
+  ASSERT_TRUE(simulate(m, formulation, settings, 1.0, 0.25, &other).ok());
+  ASSERT_EQ(ref.snapshots.size(), other.snapshots.size());
+  for (std::size_t k = 0; k < ref.snapshots.size(); ++k)
+    for (std::size_t j = 0; j < m.joints.size(); ++j) {
+      EXPECT_LT((ref.snapshots[k].reactions[j].force - other.snapshots[k].reactions[j].force).norm(), bound) << m.joints[j].name;
+      EXPECT_LT((ref.snapshots[k].reactions[j].torque - other.snapshots[k].reactions[j].torque).norm(), bound) << m.joints[j].name;
+    }
+}
+
+void expect_momentum_conserved(const Model& m, const std::string& formulation, FormulationSettings settings, double t_end,
+                               double bound) {
+  Recorder rec;
+  ASSERT_TRUE(simulate(m, formulation, settings, t_end, 0.5, &rec).ok());
+  const auto [p0, L0] = total_momenta(m, rec.snapshots.front().bodies);
+  for (const Snapshot& s : rec.snapshots) {
+    const auto [p, L] = total_momenta(m, s.bodies);
+    EXPECT_LT((p - p0).norm(), bound) << "t = " << s.t;
+    EXPECT_LT((L - L0).norm(), bound) << "t = " << s.t;
+  }
+}
+
+void expect_refused(const Model& model, const std::string& formulation, const FormulationSettings& settings,
+                    const std::string& what) {
+  try {
+    make_formulation(formulation, model, settings);
+    ADD_FAILURE() << formulation << " accepted " << model.name;
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace treedyn::test

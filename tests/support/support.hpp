@@ -63,6 +63,35 @@ struct DoublePendulumCase {
 };
 Model double_pendulum_model(const DoublePendulumCase& c);
 
+/// A slender link from a to b (mass m, inertia diag(0.05, 0.3, 0.3) m along its axis).
+Body link(const std::string& name, const Vec3& a, const Vec3& b, double mass = 1.0);
+
+/// A branched tree hanging under ground: a trunk splits into two branches of three links, one of
+/// which splits again (spherical, revolute and universal joints), released from rest 20-40 degrees
+/// away from hanging straight (large swings make such trees chaotic, and then no two solvers agree
+/// for long, whatever their tolerance).
+Model branched_tree();
+
+/// Three links (spherical, then revolute joint) floating freely, spinning and drifting, no gravity.
+Model floating_chain();
+
+/// Total linear momentum and angular momentum about the origin.
+std::pair<Vec3, Vec3> total_momenta(const Model& model, const SystemState& s);
+
+/// Checks every formulation must pass, shared by their tests.
+/// Positions and velocities of every sample are bit-identical with 1 and 2 threads.
+void expect_identical_for_one_and_two_threads(const Model& model, const std::string& formulation,
+                                              FormulationSettings settings, double t_end);
+/// Joint reactions against the reference's multipliers (both at rtol = atol = tol), within bound.
+void expect_reactions_match_reference(const Model& model, const std::string& formulation, FormulationSettings settings,
+                                      double tol, double bound);
+/// Linear and angular momentum of a model without external loads stay constant within bound.
+void expect_momentum_conserved(const Model& model, const std::string& formulation, FormulationSettings settings,
+                               double t_end, double bound);
+/// make_formulation throws std::invalid_argument whose message contains `what`.
+void expect_refused(const Model& model, const std::string& formulation, const FormulationSettings& settings,
+                    const std::string& what);
+
 /// Largest distance of the recorded link centres from Lagrange's solution (double_pendulum_rate,
 /// released at rest, integrated by RK4 at h = 1e-4 between the recorded times).
 double max_deviation_from_lagrange(const Recorder& recording, const DoublePendulumCase& c);

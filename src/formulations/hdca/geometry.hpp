@@ -1,0 +1,112 @@
+// The algebra of HDCA's per-body kernels, written once for spatial (Dim = 6: [v; w], points in
+// 3-D) and planar (Dim = 3: [vx; vy; w], points in the plane) vectors, on any scalar.
+//
+// A load (force, momentum) L = [f; m] is "at" a point: m is its moment about that point. A twist
+// V = [v; w] is at a point: v is that point's velocity. Shift matrices (paper 001, Eq. 14; paper
+// 004, Eq. 1) move them:
+//   shift_load(L, d)   = [f; m + d x f]      the load at a point y of a load L at x, d = x - y
+//   shift_twist(V, d)  = [v + w x d; w]      the twist at y of a twist V at x,     d = y - x
+// so S(l) L = shift_load(L, l) and S(l)' V = shift_twist(V, l) for a handle at l from the centre
+// of mass. shift_rate(ldot, L) = Sdot(l) L = [0; ldot x f] is the rate of S(l) L at fixed L
+// (paper 001, Eqs. 50-53).
+//
+// In the plane, a x b = a_x b_y - a_y b_x (a scalar) and w x d = w Omega d (paper 004, Eq. 2).
+#pragma once
+
+#include <span>
+
+#include "../common/joint_tree.hpp"
+#include "treedyn/dc_core.hpp"
+#include "treedyn/spatial.hpp"
+
+namespace treedyn::hdca {
+
+template <class S, int Dim>
+struct Geometry;
+
+template <class S>
+struct Geometry<S, 6> {
+  using Vec = Vec6T<S>;
+  using Point = Vec3T<S>;
+  struct InverseInertia {  // M^-1 = diag(I / m, J^-1), J global
+    S inverse_mass = S(0);
+    Mat3T<S> J_inverse = Mat3T<S>::Zero();
+  };
+
+  static Vec shift_load(const Vec& L, const Point& d) {
+    Vec out;
+    out << L.template head<3>(), L.template tail<3>() + d.cross(L.template head<3>());
+    return out;
+  }
+  static Vec shift_twist(const Vec& V, const Point& d) {
+    Vec out;
+    out << V.template head<3>() + V.template tail<3>().cross(d), V.template tail<3>();
+    return out;
+  }
+  static Vec shift_rate(const Point& ldot, const Vec& L) {
+    Vec out;
+    out << Point::Zero(), ldot.cross(L.template head<3>());
+    return out;
+  }
+  static Vec apply(const InverseInertia& Mi, const Vec& P) {
+    Vec out;
+    out << Mi.inverse_mass * P.template head<3>(), Mi.J_inverse * P.template tail<3>();
+    return out;
+  }
+  /// Linear velocity of the point at d from a body's centre of mass.
+  static Point point_velocity(const Vec& V, const Point& d) { return V.template head<3>() + V.template tail<3>().cross(d); }
+
+  /// K_hk = S(l_h)' M^-1 S(l_k) (paper 001, Eqs. 15-16), shared with dca.
+  static void mobility(const InverseInertia& Mi, std::span<const Point> l, typename dc::HandleTree<S, 6>::Node& leaf) {
+    jc::body_mobility<S>(Mi.inverse_mass, Mi.J_inverse, l, leaf);
+  }
+};
+
+template <class S>
+struct Geometry<S, 3> {
+  using Vec = Vec3T<S>;
+  using Point = Vec2T<S>;
+  struct InverseInertia {  // M^-1 = diag(1/m, 1/m, 1/J)
+    S inverse_mass = S(0);
+    S J_inverse = S(0);
+  };
+
+  static S cross(const Point& a, const Point& b) { return a.x() * b.y() - a.y() * b.x(); }
+  static Point turn(S w, const Point& d) { return Point(-w * d.y(), w * d.x()); }  // w x d = w Omega d
+
+  static Vec shift_load(const Vec& L, const Point& d) { return Vec(L.x(), L.y(), L.z() + cross(d, L.template head<2>())); }
+  static Vec shift_twist(const Vec& V, const Point& d) {
+    const Point v = V.template head<2>() + turn(V.z(), d);
+    return Vec(v.x(), v.y(), V.z());
+  }
+  static Vec shift_rate(const Point& ldot, const Vec& L) { return Vec(S(0), S(0), cross(ldot, L.template head<2>())); }
+  static Vec apply(const InverseInertia& Mi, const Vec& P) {
+    return Vec(Mi.inverse_mass * P.x(), Mi.inverse_mass * P.y(), Mi.J_inverse * P.z());
+  }
+  static Point point_velocity(const Vec& V, const Point& d) { return V.template head<2>() + turn(V.z(), d); }
+
+  /// K_hk = S(l_h)' M^-1 S(l_k): paper 004, Eq. 13 (and 14-16 for the other handle pairs).
+  static void mobility(const InverseInertia& Mi, std::span<const Point> l, typename dc::HandleTree<S, 3>::Node& leaf);
+};
+
+template <class S>
+void Geometry<S, 3>::mobility(const InverseInertia& Mi, std::span<const Point> l, typename dc::HandleTree<S, 3>::Node& leaf) {
+  // S(l)' V = [v + w Omega l; w]: with u_h = Omega l_h,
+  // K_hk = [I/m + u_h u_k' / J, u_h / J; u_k' / J, 1 / J]   (paper 004, Eq. 13 with s = -l).
+  const int h = leaf.size();
+  for (int a = 0; a < h; ++a) {
+    const Point ua = turn(S(1), l[static_cast<std::size_t>(a)]);
+    for (int c = a; c < h; ++c) {
+      const Point uc = turn(S(1), l[static_cast<std::size_t>(c)]);
+      auto& K = leaf.k(a, c);
+      K.template topLeftCorner<2, 2>().noalias() = Mi.J_inverse * ua * uc.transpose();
+      K.template topLeftCorner<2, 2>().diagonal().array() += Mi.inverse_mass;
+      K.template topRightCorner<2, 1>() = Mi.J_inverse * ua;
+      K.template bottomLeftCorner<1, 2>() = Mi.J_inverse * uc.transpose();
+      K(2, 2) = Mi.J_inverse;
+      if (c != a) leaf.k(c, a) = K.transpose();
+    }
+  }
+}
+
+}  // namespace treedyn::hdca

@@ -1,0 +1,235 @@
+// HDCA's two stages; equations and symbols of include/treedyn/formulations/hdca.hpp.
+#include "hdca_engine.hpp"
+
+#include "planar_kinematics.hpp"
+#include "spatial_kinematics.hpp"
+
+namespace treedyn::hdca {
+
+template <class Kin>
+Engine<Kin>::Engine(const Model& model, const Topology& topology, const AssemblyTree& tree, int threads, InverseMethod inverse)
+    : model_(model),
+      kin_(model, topology),
+      core_(tree, kin_.sides(), inverse),
+      parallel_(threads),
+      incidences_(model.bodies.size()),
+      loop_ends_(model.bodies.size()),
+      loop_joints_(topology.loop_joints()),
+      child_handle_(kin_.joints().tree().size(), -1),
+      handle_offset_(model.bodies.size() + 1, 0),
+      rows_(model.joints.size()),
+      p_(Eigen::Matrix<S, Eigen::Dynamic, 1>::Zero(kin_.joints().nv())),
+      P_known_(model.bodies.size(), Vec::Zero()),
+      V_(model.bodies.size(), Vec::Zero()),
+      R_(model.bodies.size(), Vec::Zero()),
+      accumulated_(model.bodies.size(), Vec::Zero()),
+      A_(kin_.joints().tree().size(), Vec::Zero()),
+      rate_load_p_(model.joints.size(), Vec::Zero()),
+      rate_load_c_(model.joints.size(), Vec::Zero()) {
+  const auto& tree_joints = kin_.joints().tree();
+  auto handle_in = [&](int body, int joint) {
+    return joint < 0 ? -1 : core_.handle_index(core_.leaf(body), joint);
+  };
+  for (std::size_t k = 0; k < tree_joints.size(); ++k) {
+    const TreeJoint& t = tree_joints[k];
+    const int kk = static_cast<int>(k);
+    child_handle_[k] = handle_in(t.child, t.joint);
+    incidences_[static_cast<std::size_t>(t.child)].push_back({kk, S(1), child_handle_[k]});
+    if (t.parent != kGround) incidences_[static_cast<std::size_t>(t.parent)].push_back({kk, S(-1), handle_in(t.parent, t.joint)});
+  }
+  for (int j : loop_joints_) {
+    const Joint& joint = model.joints[static_cast<std::size_t>(j)];
+    if (joint.parent != kGround) loop_ends_[static_cast<std::size_t>(joint.parent)].push_back({j, false});
+    loop_ends_[static_cast<std::size_t>(joint.child)].push_back({j, true});
+  }
+  for (int b = 0; b < model.body_count(); ++b)
+    handle_offset_[static_cast<std::size_t>(b) + 1] = handle_offset_[static_cast<std::size_t>(b)] + core_.leaf(b).size();
+  handle_l_.assign(static_cast<std::size_t>(handle_offset_.back()), Point::Zero());
+}
+
+template <class Kin>
+std::span<typename Engine<Kin>::Point> Engine<Kin>::handles_of(int b) {
+  const auto from = static_cast<std::size_t>(handle_offset_[static_cast<std::size_t>(b)]);
+  const auto to = static_cast<std::size_t>(handle_offset_[static_cast<std::size_t>(b) + 1]);
+  return {handle_l_.data() + from, to - from};
+}
+
+template <class Kin>
+typename Engine<Kin>::Point Engine<Kin>::handle_point(int joint) const {
+  const int k = kin_.tree_index(joint);
+  return k >= 0 ? kin_.tree_point(k) : kin_.loop_point(joint);
+}
+
+template <class Kin>
+void Engine<Kin>::accumulate_outboard(std::span<const Vec> w, std::vector<Vec>& out) {
+  // Children before parents (reverse tree order): out_k = S(o_k <- c) (w_c + sum of c's children's out).
+  const auto& tree_joints = kin_.joints().tree();
+  std::copy(w.begin(), w.end(), accumulated_.begin());
+  for (std::size_t k = tree_joints.size(); k-- > 0;) {
+    const TreeJoint& t = tree_joints[k];
+    const Point& o = kin_.tree_point(static_cast<int>(k));
+    out[k] = G::shift_load(accumulated_[static_cast<std::size_t>(t.child)], kin_.com(t.child) - o);
+    if (t.parent != kGround) accumulated_[static_cast<std::size_t>(t.parent)] += G::shift_load(out[k], o - kin_.com(t.parent));
+  }
+}
+
+template <class Kin>
+void Engine<Kin>::momenta(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
+                          Eigen::Ref<Eigen::VectorXd> p) {
+  kin_.place(q);
+  const auto& tree_joints = kin_.joints().tree();
+  for (std::size_t k = 0; k < tree_joints.size(); ++k) {  // twists from joint velocities, root to leaves
+    const TreeJoint& t = tree_joints[k];
+    const Point& o = kin_.tree_point(static_cast<int>(k));
+    Vec V_o = kin_.H(static_cast<int>(k)) * v.segment(t.v_offset, t.nv).template cast<S>();
+    if (t.parent != kGround) V_o += G::shift_twist(V_[static_cast<std::size_t>(t.parent)], o - kin_.com(t.parent));
+    V_[static_cast<std::size_t>(t.child)] = G::shift_twist(V_o, kin_.com(t.child) - o);
+  }
+  for (int b = 0; b < model_.body_count(); ++b)
+    R_[static_cast<std::size_t>(b)] = kin_.momentum(b, V_[static_cast<std::size_t>(b)]);
+  accumulate_outboard(R_, A_);
+  for (std::size_t k = 0; k < tree_joints.size(); ++k)
+    p.segment(tree_joints[k].v_offset, tree_joints[k].nv) = (kin_.H(static_cast<int>(k)).transpose() * A_[k]).template cast<double>();
+}
+
+// First stage ------------------------------------------------------------------------------------
+
+template <class Kin>
+void Engine<Kin>::velocities(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& p,
+                             Eigen::Ref<Eigen::VectorXd> v, StageTimer* timer) {
+  start(timer);
+  p_ = p.template cast<S>();
+  kin_.place(q);
+  parallel_.for_each(model_.body_count(), [&](int b) { known_momentum(b); });
+  mark(timer, 0);
+  parallel_.for_each(model_.joint_count(), [&](int j) { joint_rows(j); });
+  mark(timer, 1);
+  core_.assemble(rows_, parallel_, [&](int b) { leaf_coefficients(b); });
+  mark(timer, 2);
+  core_.connect_base(rows_);
+  mark(timer, 3);
+  core_.disassemble(rows_, parallel_, [&](int b) { body_twist(b); });
+  mark(timer, 4);
+  parallel_.for_each(static_cast<int>(kin_.joints().tree().size()), [&](int k) { joint_velocity(k, v); });
+  mark(timer, 5);
+}
+
+/// The momentum the canonical momenta bring to a body, at its centre of mass: P = sum over its
+/// tree joints of +-S(l_k) H_k p_k (paper 001 Eq. 10 with sigma left to the solve; paper 004
+/// Eqs. 17-18), and the offsets l_h of its handles.
+template <class Kin>
+void Engine<Kin>::known_momentum(int b) {
+  const Point& r = kin_.com(b);
+  Vec P = Vec::Zero();
+  for (const Incidence& x : incidences_[static_cast<std::size_t>(b)]) {
+    const TreeJoint& t = kin_.joints().tree()[static_cast<std::size_t>(x.k)];
+    P += G::shift_load(x.sign * (kin_.H(x.k) * p_.segment(t.v_offset, t.nv)), kin_.tree_point(x.k) - r);
+  }
+  P_known_[static_cast<std::size_t>(b)] = P;
+  const auto& leaf = core_.leaf(b);
+  const std::span<Point> l = handles_of(b);
+  for (std::size_t h = 0; h < l.size(); ++h) l[h] = handle_point(leaf.handles[h]) - r;
+}
+
+/// A tree joint: D' (V_c(o) - V_p(o)) = 0 (paper 001 Eq. 24); a loop-closing joint: its velocity
+/// constraint at its handle.
+template <class Kin>
+void Engine<Kin>::joint_rows(int j) {
+  const int k = kin_.tree_index(j);
+  Rows& rows = rows_[static_cast<std::size_t>(j)];
+  if (k < 0) {
+    rows = kin_.loop_rows(j);
+    return;
+  }
+  const auto& D = kin_.D(k);
+  const int n = static_cast<int>(D.cols());
+  rows.reset(n);
+  rows.G_c.topRows(n) = D.transpose();
+  rows.G_p.topRows(n) = -D.transpose();
+}
+
+/// xi_hk = S(l_h)' M^-1 S(l_k) and xi_h0 = S(l_h)' M^-1 P (paper 001 Eqs. 15-16, paper 004
+/// Eqs. 13-18).
+template <class Kin>
+void Engine<Kin>::leaf_coefficients(int b) {
+  auto& leaf = core_.leaf(b);
+  const std::span<Point> l = handles_of(b);
+  const auto& Mi = kin_.inverse_inertia(b);
+  G::mobility(Mi, l, leaf);
+  const Vec V0 = G::apply(Mi, P_known_[static_cast<std::size_t>(b)]);
+  for (std::size_t h = 0; h < l.size(); ++h) leaf.b[h] = G::shift_twist(V0, l[h]);
+}
+
+/// V = M^-1 (P + sum_h S(l_h) T_h).
+template <class Kin>
+void Engine<Kin>::body_twist(int b) {
+  const auto& leaf = core_.leaf(b);
+  const std::span<Point> l = handles_of(b);
+  Vec P = P_known_[static_cast<std::size_t>(b)];
+  for (std::size_t h = 0; h < l.size(); ++h) P += G::shift_load(leaf.f[h], l[h]);
+  V_[static_cast<std::size_t>(b)] = G::apply(kin_.inverse_inertia(b), P);
+}
+
+/// qdot = H' (V_c(o) - V_p(o)) (paper 001 Eq. 23, paper 004 Eq. 49).
+template <class Kin>
+void Engine<Kin>::joint_velocity(int k, Eigen::Ref<Eigen::VectorXd> v) const {
+  const TreeJoint& t = kin_.joints().tree()[static_cast<std::size_t>(k)];
+  const Point& o = kin_.tree_point(k);
+  Vec V_rel = G::shift_twist(V_[static_cast<std::size_t>(t.child)], o - kin_.com(t.child));
+  if (t.parent != kGround) V_rel -= G::shift_twist(V_[static_cast<std::size_t>(t.parent)], o - kin_.com(t.parent));
+  v.segment(t.v_offset, t.nv) = (kin_.H(k).transpose() * V_rel).template cast<double>();
+}
+
+// Second stage -----------------------------------------------------------------------------------
+
+template <class Kin>
+typename Engine<Kin>::Vec Engine<Kin>::tree_load(const Incidence& x, int b) const {
+  const TreeJoint& t = kin_.joints().tree()[static_cast<std::size_t>(x.k)];
+  Vec L = x.sign * (kin_.H(x.k) * p_.segment(t.v_offset, t.nv));
+  if (x.handle >= 0) L += core_.node(core_.tree().leaf_of(b)).f[static_cast<std::size_t>(x.handle)];
+  return L;
+}
+
+/// R_b = Q_b - sum_k Sdot(l_k) L_k - sum_c Jdot_c' sigma_c: what is left of d/dt (M V) = Q + F
+/// once the rates of the joint loads are taken out (hdca.hpp, "second stage").
+template <class Kin>
+void Engine<Kin>::momentum_residual(int b) {
+  const Point& r = kin_.com(b);
+  const Vec& V = V_[static_cast<std::size_t>(b)];
+  Vec R = kin_.applied(b);
+  for (const Incidence& x : incidences_[static_cast<std::size_t>(b)]) {
+    const int c = kin_.joints().tree()[static_cast<std::size_t>(x.k)].child;
+    const Point& o = kin_.tree_point(x.k);  // moves with the joint's child
+    const Point o_dot = G::point_velocity(V_[static_cast<std::size_t>(c)], o - kin_.com(c));
+    R -= G::shift_rate(o_dot - G::point_velocity(V, Point::Zero()), tree_load(x, b));
+  }
+  for (const LoopEnd& e : loop_ends_[static_cast<std::size_t>(b)])
+    R -= e.child ? rate_load_c_[static_cast<std::size_t>(e.joint)] : rate_load_p_[static_cast<std::size_t>(e.joint)];
+  R_[static_cast<std::size_t>(b)] = R;
+}
+
+template <class Kin>
+void Engine<Kin>::momentum_rates(double t, Eigen::Ref<Eigen::VectorXd> pdot, StageTimer* timer) {
+  start(timer);
+  kin_.move(t, V_);
+  for (int j : loop_joints_)
+    kin_.loop_rate_loads(j, core_.multiplier(j), rate_load_p_[static_cast<std::size_t>(j)], rate_load_c_[static_cast<std::size_t>(j)]);
+  parallel_.for_each(model_.body_count(), [&](int b) { momentum_residual(b); });
+  accumulate_outboard(R_, A_);  // articulated loads (paper 001 Eqs. 70-76)
+  const auto& tree_joints = kin_.joints().tree();
+  parallel_.for_each(static_cast<int>(tree_joints.size()), [&](int k) {
+    // pdot_k = Hdot' Pbar + H' A, Pbar = H p + D sigma (paper 001 Eq. 77)
+    const TreeJoint& tj = tree_joints[static_cast<std::size_t>(k)];
+    const Vec P_bar = tree_load({k, S(1), child_handle_[static_cast<std::size_t>(k)]}, tj.child);
+    pdot.segment(tj.v_offset, tj.nv) =
+        (kin_.Hdot(k).transpose() * P_bar + kin_.H(k).transpose() * A_[static_cast<std::size_t>(k)]).template cast<double>();
+  });
+  mark(timer, 6);
+}
+
+template class Engine<SpatialKinematics<double>>;
+template class Engine<SpatialKinematics<float>>;
+template class Engine<PlanarKinematics<double>>;
+template class Engine<PlanarKinematics<float>>;
+
+}  // namespace treedyn::hdca

@@ -1,0 +1,95 @@
+// HDCA's two stages on any kinematics (SpatialKinematics, PlanarKinematics) and scalar; the
+// equations are those of include/treedyn/formulations/hdca.hpp, symbols in its glossary.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "geometry.hpp"
+#include "treedyn/dc_core.hpp"
+#include "treedyn/parallel.hpp"
+#include "treedyn/stage_timer.hpp"
+#include "treedyn/topology.hpp"
+
+namespace treedyn::hdca {
+
+template <class Kin>
+class Engine {
+ public:
+  using S = typename Kin::Scalar;
+  static constexpr int Dim = Kin::Dim;
+  using G = Geometry<S, Dim>;
+  using Vec = typename G::Vec;
+  using Point = typename G::Point;
+  using Rows = dc::JointRows<S, Dim>;
+
+  /// Stages marked in the timer given to velocities() and momentum_rates(), in this order.
+  static StageTimer make_timer() {
+    return StageTimer{"kinematics", "rows", "assemble", "base", "disassemble", "velocities", "momentum_rates"};
+  }
+
+  Engine(const Model& model, const Topology& topology, const AssemblyTree& tree, int threads, InverseMethod inverse);
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  Kin& kinematics() { return kin_; }
+  const JointSpace& joints() const { return kin_.joints(); }
+
+  /// Canonical momenta p of the joint velocities v at q with no impulse at the cut joints
+  /// (sigma = 0, paper 001 Sect. 2.1): p_k = H_k' (momentum of the bodies outboard of k, at o_k).
+  void momenta(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
+               Eigen::Ref<Eigen::VectorXd> p);
+
+  /// First stage (paper 001 Alg. 3 steps 1-7): body twists, constraint impulses and joint
+  /// velocities v at (q, p).
+  void velocities(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& p,
+                  Eigen::Ref<Eigen::VectorXd> v, StageTimer* timer = nullptr);
+  /// Second stage (steps 8-10): pdot at time t, after velocities().
+  void momentum_rates(double t, Eigen::Ref<Eigen::VectorXd> pdot, StageTimer* timer = nullptr);
+
+  /// Body twists at the centres of mass after velocities().
+  std::span<const Vec> twists() const { return V_; }
+  /// True if the last velocity solve met a singular elimination (redundant or singular loops).
+  bool singular() const { return core_.any_singular(); }
+
+ private:
+  struct Incidence {  // a tree joint at a body
+    int k;            // tree joint
+    S sign;           // +1: the body is its child, -1: its parent
+    int handle;       // its handle index in the body's leaf, -1 if it carries no constraint rows
+  };
+  struct LoopEnd {    // a loop-closing joint at a body
+    int joint;
+    bool child;
+  };
+
+  void known_momentum(int b);
+  void joint_rows(int j);
+  void leaf_coefficients(int b);
+  void body_twist(int b);
+  void joint_velocity(int k, Eigen::Ref<Eigen::VectorXd> v) const;
+  void momentum_residual(int b);
+  /// out_k = sum over the bodies i outboard of tree joint k of w_i shifted to o_k.
+  void accumulate_outboard(std::span<const Vec> w, std::vector<Vec>& out);
+  Point handle_point(int joint) const;
+  /// Full load of tree joint k on body b (sign H p + constraint impulse).
+  Vec tree_load(const Incidence& x, int b) const;
+
+  const Model& model_;
+  Kin kin_;
+  dc::HandleTree<S, Dim> core_;
+  Parallel parallel_;
+  std::vector<std::vector<Incidence>> incidences_;  // per body
+  std::vector<std::vector<LoopEnd>> loop_ends_;     // per body
+  std::vector<int> loop_joints_;
+  std::vector<int> child_handle_;                   // per tree joint: handle index in its child's leaf
+  std::vector<Point> handle_l_;                     // l_h of every body's handles, body after body
+  std::vector<int> handle_offset_;
+  std::vector<Rows> rows_;
+  Eigen::Matrix<S, Eigen::Dynamic, 1> p_;           // canonical momenta in S
+  std::vector<Vec> P_known_, V_, R_, accumulated_, A_;
+  std::vector<Vec> rate_load_p_, rate_load_c_;      // per model joint: Jdot' sigma of loop joints
+  std::span<Point> handles_of(int b);
+};
+
+}  // namespace treedyn::hdca

@@ -1,0 +1,101 @@
+// Planar kinematics for HDCA (paper 004, Sect. 2): bodies moving in the global xy plane, revolute
+// joints about z and prismatic joints along in-plane axes, every quantity in the scalar S
+// (single precision as on paper 004's FPGA). Planar vectors are [x; y; angular].
+//
+// A body's pose is its centre of mass r (2-D) and its angle theta about z. For a tree joint with
+// parent frame (origin s_P, angle phi_P, z axis sign sigma = +-1) and child frame (s_C, phi_C):
+//   revolute:  theta_C = theta_P + phi_P + sigma q - phi_C,   o = r_P + R(theta_P) s_P,
+//              H = [0; 0; sigma],          D = [e_x, e_y]                      (paper 004, Eq. 8)
+//   prismatic: theta_C = theta_P + c,      o = r_P + R(theta_P) (s_P + q a_P),
+//              H = [R(theta_P) a_P; 0],    D = [Omega R(theta_P) a_P; 0], [0; 0; 1]
+// and r_C = o - R(theta_C) s_C. These are the spatial joint coordinates of joint_space.hpp for the
+// same joints (a revolute's angle about its parent frame's z), so both describe one state.
+// Loop-closing joints must be revolute: Phi = o_C - o_P (2 rows), o_C the child frame origin.
+//
+// Same interface as SpatialKinematics (see there). The model must be planar; the constructor
+// says which item is not.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "geometry.hpp"
+#include "treedyn/joint_space.hpp"
+#include "treedyn/loads.hpp"
+
+namespace treedyn::hdca {
+
+template <class S>
+class PlanarKinematics {
+ public:
+  using Scalar = S;
+  static constexpr int Dim = 3;
+  using G = Geometry<S, 3>;
+  using Vec = typename G::Vec;
+  using Point = typename G::Point;
+  using Subspace = Eigen::Matrix<S, 3, Eigen::Dynamic, 0, 3, 3>;
+  using Rows = dc::JointRows<S, 3>;
+
+  /// Throws std::invalid_argument naming the first item that is not planar or not supported.
+  PlanarKinematics(const Model& model, const Topology& topology);
+
+  const JointSpace& joints() const { return joints_; }
+  const std::vector<dc::JointSides>& sides() const { return sides_; }
+  int tree_index(int joint) const { return tree_index_[static_cast<std::size_t>(joint)]; }
+
+  void place(const Eigen::Ref<const Eigen::VectorXd>& q);
+  const Point& com(int b) const { return r_[static_cast<std::size_t>(b)]; }
+  const typename G::InverseInertia& inverse_inertia(int b) const { return inverse_inertia_[static_cast<std::size_t>(b)]; }
+  const Point& tree_point(int k) const { return tree_point_[static_cast<std::size_t>(k)]; }
+  const Subspace& H(int k) const { return H_[static_cast<std::size_t>(k)]; }
+  const Subspace& D(int k) const { return D_[static_cast<std::size_t>(k)]; }
+  const Point& loop_point(int j) const { return loop_point_[static_cast<std::size_t>(j)]; }
+  const Rows& loop_rows(int j) const { return loop_rows_[static_cast<std::size_t>(j)]; }
+
+  void move(double t, std::span<const Vec> V);
+  const Subspace& Hdot(int k) const { return Hdot_[static_cast<std::size_t>(k)]; }
+  const Vec& applied(int b) const { return applied_[static_cast<std::size_t>(b)]; }
+  void loop_rate_loads(int j, const Vec& sigma, Vec& on_parent, Vec& on_child) const;
+
+  Vec momentum(int b, const Vec& V) const;
+
+  void position_rate(const Eigen::Ref<const Eigen::VectorXd>&, const Eigen::Ref<const Eigen::VectorXd>& v,
+                     Eigen::Ref<Eigen::VectorXd> qdot) const {
+    qdot = v;  // one coordinate per joint, its rate
+  }
+  double normalize(Eigen::Ref<Eigen::VectorXd>) const { return 0.0; }
+  void update_angle_references() { loads_.update_angle_references(bodies_); }
+  bool measures_angles() const { return loads_.measures_angles(); }
+
+ private:
+  struct TreeGeometry {  // a tree joint's frames in the plane
+    Point s_P = Point::Zero(), s_C = Point::Zero(), a_P = Point::Zero();
+    S phi_P = S(0), phi_C = S(0), sign = S(1), c = S(0);
+    bool revolute = true;
+  };
+  struct LoopGeometry {  // a loop-closing revolute joint
+    Point s_P = Point::Zero(), s_C = Point::Zero();
+  };
+  static Point rotate(S angle, const Point& x);
+  void check_planar(const Model& model, const Topology& topology) const;
+
+  const Model& model_;
+  JointSpace joints_;
+  AppliedLoads loads_;
+  std::vector<dc::JointSides> sides_;
+  std::vector<int> tree_index_, loop_joints_;
+  std::vector<TreeGeometry> tree_geometry_;
+  std::vector<LoopGeometry> loop_geometry_;  // per model joint
+  std::vector<double> z_;                    // each body's constant height
+  std::vector<S> mass_, J_;
+  std::vector<Point> r_, tree_point_, loop_point_;
+  std::vector<S> theta_;
+  std::vector<typename G::InverseInertia> inverse_inertia_;
+  std::vector<Subspace> H_, D_, Hdot_;
+  std::vector<Rows> loop_rows_;
+  std::vector<Vec> applied_, V_;
+  SystemState bodies_;  // the 3-D states the applied loads are evaluated on (double)
+  std::vector<Vec6> wrenches_;
+};
+
+}  // namespace treedyn::hdca

@@ -1,0 +1,99 @@
+#include "spatial_kinematics.hpp"
+
+namespace treedyn::hdca {
+
+template <class S>
+SpatialKinematics<S>::SpatialKinematics(const Model& model, const Topology& topology)
+    : model_(model),
+      joints_(model, topology),
+      layout_(jc::make_layout(model, joints_)),
+      loads_(model),
+      loop_joints_(topology.loop_joints()),
+      bodies_(initial_state(model)),
+      blocks_(model.joints.size()),
+      wrenches_(model.bodies.size()),
+      inertia_inverse_(model.bodies.size()),
+      com_(model.bodies.size()),
+      tree_point_(joints_.tree().size()),
+      loop_point_(model.joints.size(), Point::Zero()),
+      inverse_inertia_(model.bodies.size()),
+      H_(joints_.tree().size()),
+      D_(joints_.tree().size()),
+      Hdot_(joints_.tree().size()),
+      loop_rows_(model.joints.size()),
+      applied_(model.bodies.size(), Vec::Zero()) {
+  for (std::size_t b = 0; b < model.bodies.size(); ++b) {
+    inertia_inverse_[b] = model.bodies[b].inertia.inverse();
+    inverse_inertia_[b].inverse_mass = S(1.0 / model.bodies[b].mass);
+  }
+}
+
+template <class S>
+void SpatialKinematics<S>::place(const Eigen::Ref<const Eigen::VectorXd>& q) {
+  joints_.place(q, bodies_, motion_);
+  for (std::size_t b = 0; b < bodies_.size(); ++b) {
+    const Mat3 A = bodies_[b].q.toRotationMatrix();
+    com_[b] = bodies_[b].r.cast<S>();
+    inverse_inertia_[b].J_inverse = (A * inertia_inverse_[b] * A.transpose()).cast<S>();
+  }
+  for (std::size_t k = 0; k < motion_.size(); ++k) {
+    tree_point_[k] = motion_[k].point.cast<S>();
+    H_[k] = motion_[k].H.cast<S>();
+    D_[k] = motion_[k].D.cast<S>();
+  }
+  for (int j : loop_joints_) {  // velocity level: J V = -Phi_t, at the child's joint-frame origin
+    const Joint& joint = model_.joints[static_cast<std::size_t>(j)];
+    const BodyState& P = state_of(bodies_, joint.parent);
+    const BodyState& C = state_of(bodies_, joint.child);
+    ConstraintBlock& block = blocks_[static_cast<std::size_t>(j)];
+    joint_constraint(joint, P, C, block);
+    const Vec3 point = C.r + C.q * joint.child_frame.origin;
+    jc::Rows6 rows;
+    jc::loop_rows(block, point, P, C, -block.phi_t, /*acceleration=*/false, rows);
+    Rows& out = loop_rows_[static_cast<std::size_t>(j)];
+    out.rows = rows.rows;
+    out.G_p = rows.G_p.cast<S>();
+    out.G_c = rows.G_c.cast<S>();
+    out.r = rows.r.cast<S>();
+    loop_point_[static_cast<std::size_t>(j)] = point.cast<S>();
+  }
+}
+
+template <class S>
+void SpatialKinematics<S>::move(double t, std::span<const Vec> V) {
+  for (std::size_t b = 0; b < bodies_.size(); ++b) {
+    bodies_[b].v = V[b].template head<3>().template cast<double>();
+    bodies_[b].w = V[b].template tail<3>().template cast<double>();
+  }
+  joints_.subspace_rates(bodies_, motion_);
+  for (std::size_t k = 0; k < motion_.size(); ++k) Hdot_[k] = motion_[k].Hdot.cast<S>();
+  loads_.evaluate(t, bodies_, wrenches_);
+  for (std::size_t b = 0; b < bodies_.size(); ++b) applied_[b] = wrenches_[b].cast<S>();
+  for (int j : loop_joints_) {
+    const Joint& joint = model_.joints[static_cast<std::size_t>(j)];
+    joint_constraint(joint, state_of(bodies_, joint.parent), state_of(bodies_, joint.child), blocks_[static_cast<std::size_t>(j)]);
+  }
+}
+
+template <class S>
+void SpatialKinematics<S>::loop_rate_loads(int j, const Vec& sigma, Vec& on_parent, Vec& on_child) const {
+  const ConstraintBlock& block = blocks_[static_cast<std::size_t>(j)];
+  const int n = block.size();
+  const ConstraintVector s = sigma.head(n).template cast<double>();
+  on_parent = (block.Jdot_P.transpose() * s).cast<S>();
+  on_child = (block.Jdot_C.transpose() * s).cast<S>();
+}
+
+template <class S>
+typename SpatialKinematics<S>::Vec SpatialKinematics<S>::momentum(int b, const Vec& V) const {
+  const Body& body = model_.bodies[static_cast<std::size_t>(b)];
+  const Mat3 A = bodies_[static_cast<std::size_t>(b)].q.toRotationMatrix();
+  Vec P;
+  P << S(body.mass) * V.template head<3>(), (A * body.inertia * A.transpose()).cast<S>() * V.template tail<3>();
+  return P;
+}
+
+template class SpatialKinematics<double>;
+template class SpatialKinematics<float>;
+
+}  // namespace treedyn::hdca

@@ -1,0 +1,88 @@
+// The spatial kinematics HDCA runs on: the spanning tree's joint coordinates (joint_space.hpp),
+// loop-closing joints as absolute constraints (kinematics.hpp) and applied loads (loads.hpp), all
+// evaluated in double and handed to the engine in its scalar S (float: the divide-and-conquer
+// arithmetic runs in single precision, the kinematics in double).
+//
+// The engine (hdca_engine.hpp) reads, after place(q): each body's centre of mass and inverse
+// inertia; each tree joint's point o, H and D; each loop joint's handle point and velocity-level
+// rows. After move(t, V) with the bodies' twists: each tree joint's Hdot, each body's applied
+// load, and each loop joint's Jdot' sigma. PlanarKinematics offers the same in the plane.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "../common/joint_tree.hpp"
+#include "geometry.hpp"
+#include "treedyn/loads.hpp"
+
+namespace treedyn::hdca {
+
+template <class S>
+class SpatialKinematics {
+ public:
+  using Scalar = S;
+  static constexpr int Dim = 6;
+  using G = Geometry<S, 6>;
+  using Vec = typename G::Vec;
+  using Point = typename G::Point;
+  using Subspace = Eigen::Matrix<S, 6, Eigen::Dynamic, 0, 6, 6>;
+  using Rows = dc::JointRows<S, 6>;
+
+  SpatialKinematics(const Model& model, const Topology& topology);
+
+  const JointSpace& joints() const { return joints_; }
+  /// Every model joint's bodies and row count, for the divide-and-conquer core.
+  const std::vector<dc::JointSides>& sides() const { return layout_.sides; }
+  /// Index of a model joint among the tree joints, -1 if it closes a loop.
+  int tree_index(int joint) const { return layout_.tree_index[static_cast<std::size_t>(joint)]; }
+
+  /// Poses from q: everything the velocity-level solve needs.
+  void place(const Eigen::Ref<const Eigen::VectorXd>& q);
+  const Point& com(int b) const { return com_[static_cast<std::size_t>(b)]; }
+  const typename G::InverseInertia& inverse_inertia(int b) const { return inverse_inertia_[static_cast<std::size_t>(b)]; }
+  const Point& tree_point(int k) const { return tree_point_[static_cast<std::size_t>(k)]; }
+  const Subspace& H(int k) const { return H_[static_cast<std::size_t>(k)]; }
+  const Subspace& D(int k) const { return D_[static_cast<std::size_t>(k)]; }
+  const Point& loop_point(int j) const { return loop_point_[static_cast<std::size_t>(j)]; }
+  /// A loop-closing joint's velocity constraint G_p V_p(o) + G_c V_c(o) = -Phi_t at its handle o.
+  const Rows& loop_rows(int j) const { return loop_rows_[static_cast<std::size_t>(j)]; }
+
+  /// The bodies' twists at their centres of mass, at time t: rates and loads.
+  void move(double t, std::span<const Vec> V);
+  const Subspace& Hdot(int k) const { return Hdot_[static_cast<std::size_t>(k)]; }
+  const Vec& applied(int b) const { return applied_[static_cast<std::size_t>(b)]; }
+  /// Jdot' sigma of a loop-closing joint on its parent and child, at their centres of mass.
+  void loop_rate_loads(int j, const Vec& sigma, Vec& on_parent, Vec& on_child) const;
+
+  /// M V of a body (its momentum at the centre of mass).
+  Vec momentum(int b, const Vec& V) const;
+
+  void position_rate(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
+                     Eigen::Ref<Eigen::VectorXd> qdot) const {
+    joints_.position_rate(q, v, qdot);
+  }
+  double normalize(Eigen::Ref<Eigen::VectorXd> q) const { return joints_.normalize(q); }
+  /// Rotational springs and actuators unwrap their angles against the last move().
+  void update_angle_references() { loads_.update_angle_references(bodies_); }
+  bool measures_angles() const { return loads_.measures_angles(); }
+
+ private:
+  const Model& model_;
+  JointSpace joints_;
+  jc::JointLayout layout_;
+  AppliedLoads loads_;
+  std::vector<int> loop_joints_;
+  SystemState bodies_;
+  std::vector<JointMotion> motion_;
+  std::vector<ConstraintBlock> blocks_;  // per model joint; loop-closing ones only
+  std::vector<Vec6> wrenches_;
+  std::vector<Mat3> inertia_inverse_;  // body frame
+  std::vector<Point> com_, tree_point_, loop_point_;
+  std::vector<typename G::InverseInertia> inverse_inertia_;
+  std::vector<Subspace> H_, D_, Hdot_;
+  std::vector<Rows> loop_rows_;
+  std::vector<Vec> applied_;
+};
+
+}  // namespace treedyn::hdca
