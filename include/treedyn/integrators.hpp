@@ -38,6 +38,12 @@ class OdeSystem {
   }
   /// Called after each accepted step (for bookkeeping such as angle unwrapping).
   virtual void accept_step(double /*t*/, const Eigen::Ref<const Eigen::VectorXd>& /*y*/) {}
+  /// Error weights of the adaptive integrators: the local error e is accepted when the RMS of
+  /// w_i e_i is at most 1. Return false (the default) for w_i = 1 / (rtol |y_i| + atol).
+  virtual bool error_weights(const Eigen::Ref<const Eigen::VectorXd>& /*y*/, double /*rtol*/, double /*atol*/,
+                             Eigen::Ref<Eigen::VectorXd> /*w*/) {
+    return false;
+  }
 };
 
 struct IntegratorOptions {

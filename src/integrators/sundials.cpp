@@ -18,6 +18,10 @@ namespace {
 using ConstMap = Eigen::Map<const Eigen::VectorXd>;
 using Map = Eigen::Map<Eigen::VectorXd>;
 
+/// No step of a multibody simulation is legitimately this short: a solver pushed below it (at a
+/// singular position, say) fails with a message instead of stalling with steps of 1e-300 s.
+constexpr double kMinStep = 1e-12;
+
 /// Owns the SUNDIALS context, the state vector and the callbacks' shared bookkeeping.
 class SundialsBase : public Integrator {
  public:
@@ -43,6 +47,21 @@ class SundialsBase : public Integrator {
       self->sys_.rhs(t, ConstMap(NV_DATA_S(y), NV_LENGTH_S(y)), out);
       ++self->stats_.rhs_evaluations;
       return out.allFinite() ? 0 : 1;  // non-finite: recoverable, the integrator shortens the step
+    } catch (...) {
+      self->pending_ = std::current_exception();
+      return -1;
+    }
+  }
+
+  /// The system's own error weights (OdeSystem::error_weights), or SUNDIALS' default ones.
+  static int weights_callback(N_Vector y, N_Vector ewt, void* self_ptr) {
+    auto* self = static_cast<SundialsBase*>(self_ptr);
+    try {
+      const ConstMap state(NV_DATA_S(y), NV_LENGTH_S(y));
+      Map w(NV_DATA_S(ewt), NV_LENGTH_S(ewt));
+      if (!self->sys_.error_weights(state, self->opt_.rtol, self->opt_.atol, w))
+        w = (self->opt_.rtol * state.cwiseAbs().array() + self->opt_.atol).inverse().matrix();
+      return w.allFinite() && (w.array() > 0.0).all() ? 0 : -1;
     } catch (...) {
       self->pending_ = std::current_exception();
       return -1;
@@ -103,8 +122,9 @@ class ArkodeErk final : public SundialsBase {
     ERKStepSetUserData(mem_, this);
     ERKStepSetErrHandlerFn(mem_, error_callback, this);
     ERKStepSetTableNum(mem_, name_ == "dopri5" ? ARKODE_DORMAND_PRINCE_7_4_5 : ARKODE_BOGACKI_SHAMPINE_4_2_3);
-    ERKStepSStolerances(mem_, opt_.rtol, opt_.atol);
+    ERKStepWFtolerances(mem_, weights_callback);
     ERKStepSetMaxNumSteps(mem_, opt_.max_steps);
+    ERKStepSetMinStep(mem_, kMinStep);
     ERKStepSetPostprocessStepFn(mem_, after_step);
     steps_before_ = fails_before_ = 0;
   }
@@ -154,8 +174,9 @@ class Cvode final : public SundialsBase {
     CVodeSetErrHandlerFn(mem_, error_callback, this);
     CVodeInit(mem_, rhs_callback, t0, y_);
     CVodeSetUserData(mem_, this);
-    CVodeSStolerances(mem_, opt_.rtol, opt_.atol);
+    CVodeWFtolerances(mem_, weights_callback);
     CVodeSetMaxNumSteps(mem_, opt_.max_steps);
+    CVodeSetMinStep(mem_, kMinStep);
     nls_ = SUNNonlinSol_FixedPoint(y_, 0, ctx_);
     CVodeSetNonlinearSolver(mem_, nls_);
     if (name_ == "bdf" && opt_.project) {

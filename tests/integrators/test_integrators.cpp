@@ -147,3 +147,32 @@ TEST(Integrators, UnknownNameListsTheKnownOnes) {
     EXPECT_NE(std::string(e.what()).find("dopri5"), std::string::npos);
   }
 }
+
+// A system's own error weights replace 1 / (rtol |y| + atol): weights 1000 times larger on the
+// velocity make every adaptive method as accurate as a 1000 times smaller tolerance would.
+TEST(AdaptiveIntegrators, UseTheSystemsErrorWeights) {
+  struct Weighted : Oscillator {
+    double factor = 1.0;
+    bool error_weights(const Eigen::Ref<const Eigen::VectorXd>& y, double rtol, double atol,
+                       Eigen::Ref<Eigen::VectorXd> w) override {
+      w = factor * (rtol * y.cwiseAbs().array() + atol).inverse().matrix();
+      return true;
+    }
+  };
+  for (const char* method : {"dopri5", "bs23", "adams", "bdf"}) {
+    auto steps = [&](double factor, double tol) {
+      Weighted sys;
+      sys.factor = factor;
+      IntegratorOptions o;
+      o.rtol = o.atol = tol;
+      auto integ = make_integrator(method, sys, o);
+      Eigen::VectorXd y(2);
+      y << 1.0, 0.0;
+      integ->reset(0.0, y);
+      integ->advance(2.0, y);
+      return integ->stats().steps;
+    };
+    EXPECT_EQ(steps(1000.0, 1e-4), steps(1.0, 1e-7)) << method;
+    EXPECT_GT(steps(1000.0, 1e-4), steps(1.0, 1e-4)) << method;
+  }
+}
