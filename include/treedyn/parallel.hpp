@@ -23,6 +23,11 @@ void pin_threads(int threads);
 
 class Parallel {
  public:
+  /// Trees with fewer nodes run their passes serially whatever the thread count: below about 64
+  /// bodies the fork and join of a parallel region (3-10 us here) cost more than the work
+  /// (docs/benchmarks.md).
+  static constexpr std::size_t kMinParallelTreeNodes = 127;
+
   /// threads <= 1: serial. Levels with fewer nodes than `min_parallel_nodes` run serially.
   explicit Parallel(int threads = 1, int min_parallel_nodes = 4)
       : threads_(std::max(1, threads)), min_parallel_nodes_(std::max(1, min_parallel_nodes)) {
@@ -31,10 +36,10 @@ class Parallel {
 
   int threads() const { return threads_; }
 
-  /// f(i) for i in [0, count).
+  /// f(i) for i in [0, count) (serially below 64 items, where forking costs more than it saves).
   template <class F>
   void for_each(int count, F&& f) const {
-    if (threads_ == 1 || count < min_parallel_nodes_) {
+    if (threads_ == 1 || count < 64) {
       for (int i = 0; i < count; ++i) f(i);
       return;
     }
@@ -51,7 +56,7 @@ class Parallel {
     const auto& subtrees = tree.subtrees();
     const auto& upper = tree.upper_levels();
     const int count = static_cast<int>(subtrees.size());
-    if (threads_ == 1) {
+    if (threads_ == 1 || tree.nodes().size() < kMinParallelTreeNodes) {
       for (const auto& s : subtrees)
         for (int id : s) visit(id);
       for (const auto& level : upper)
@@ -75,7 +80,7 @@ class Parallel {
     const auto& subtrees = tree.subtrees();
     const auto& upper = tree.upper_levels();
     const int count = static_cast<int>(subtrees.size());
-    if (threads_ == 1) {
+    if (threads_ == 1 || tree.nodes().size() < kMinParallelTreeNodes) {
       for (auto level = upper.rbegin(); level != upper.rend(); ++level)
         for (int id : *level) inner(id);
       for (const auto& s : subtrees)

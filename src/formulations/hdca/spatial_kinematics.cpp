@@ -13,15 +13,17 @@ SpatialKinematics<S>::SpatialKinematics(const Model& model, const Topology& topo
       blocks_(model.joints.size()),
       wrenches_(model.bodies.size()),
       inertia_inverse_(model.bodies.size()),
-      com_(model.bodies.size()),
-      tree_point_(joints_.tree().size()),
       loop_point_(model.joints.size(), Point::Zero()),
       inverse_inertia_(model.bodies.size()),
-      H_(joints_.tree().size()),
-      D_(joints_.tree().size()),
-      Hdot_(joints_.tree().size()),
-      loop_rows_(model.joints.size()),
-      applied_(model.bodies.size(), Vec::Zero()) {
+      loop_rows_(model.joints.size()) {
+  if constexpr (!kDouble) {
+    com_.resize(model.bodies.size());
+    tree_point_.resize(joints_.tree().size());
+    H_.resize(joints_.tree().size());
+    D_.resize(joints_.tree().size());
+    Hdot_.resize(joints_.tree().size());
+    applied_.assign(model.bodies.size(), Vec::Zero());
+  }
   for (std::size_t b = 0; b < model.bodies.size(); ++b) {
     inertia_inverse_[b] = model.bodies[b].inertia.inverse();
     inverse_inertia_[b].inverse_mass = S(1.0 / model.bodies[b].mass);
@@ -33,14 +35,15 @@ void SpatialKinematics<S>::place(const Eigen::Ref<const Eigen::VectorXd>& q) {
   joints_.place(q, bodies_, motion_);
   for (std::size_t b = 0; b < bodies_.size(); ++b) {
     const Mat3 A = bodies_[b].q.toRotationMatrix();
-    com_[b] = bodies_[b].r.cast<S>();
     inverse_inertia_[b].J_inverse = (A * inertia_inverse_[b] * A.transpose()).cast<S>();
+    if constexpr (!kDouble) com_[b] = bodies_[b].r.cast<S>();
   }
-  for (std::size_t k = 0; k < motion_.size(); ++k) {
-    tree_point_[k] = motion_[k].point.cast<S>();
-    H_[k] = motion_[k].H.cast<S>();
-    D_[k] = motion_[k].D.cast<S>();
-  }
+  if constexpr (!kDouble)
+    for (std::size_t k = 0; k < motion_.size(); ++k) {
+      tree_point_[k] = motion_[k].point.cast<S>();
+      H_[k] = motion_[k].H.cast<S>();
+      D_[k] = motion_[k].D.cast<S>();
+    }
   for (int j : loop_joints_) {  // velocity level: J V = -Phi_t, at the child's joint-frame origin
     const Joint& joint = model_.joints[static_cast<std::size_t>(j)];
     const BodyState& P = state_of(bodies_, joint.parent);
@@ -66,9 +69,11 @@ void SpatialKinematics<S>::move(double t, std::span<const Vec> V) {
     bodies_[b].w = V[b].template tail<3>().template cast<double>();
   }
   joints_.subspace_rates(bodies_, motion_);
-  for (std::size_t k = 0; k < motion_.size(); ++k) Hdot_[k] = motion_[k].Hdot.cast<S>();
   loads_.evaluate(t, bodies_, wrenches_);
-  for (std::size_t b = 0; b < bodies_.size(); ++b) applied_[b] = wrenches_[b].cast<S>();
+  if constexpr (!kDouble) {
+    for (std::size_t k = 0; k < motion_.size(); ++k) Hdot_[k] = motion_[k].Hdot.cast<S>();
+    for (std::size_t b = 0; b < bodies_.size(); ++b) applied_[b] = wrenches_[b].cast<S>();
+  }
   for (int j : loop_joints_) {
     const Joint& joint = model_.joints[static_cast<std::size_t>(j)];
     joint_constraint(joint, state_of(bodies_, joint.parent), state_of(bodies_, joint.child), blocks_[static_cast<std::size_t>(j)]);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "../common/joint_tree.hpp"
@@ -28,6 +29,8 @@ class SpatialKinematics {
   using Point = typename G::Point;
   using Subspace = Eigen::Matrix<S, 6, Eigen::Dynamic, 0, 6, 6>;
   using Rows = dc::JointRows<S, 6>;
+  /// In double the engine reads the kinematics' own results; in float, copies rounded to float.
+  static constexpr bool kDouble = std::is_same_v<S, double>;
 
   SpatialKinematics(const Model& model, const Topology& topology);
 
@@ -39,19 +42,37 @@ class SpatialKinematics {
 
   /// Poses from q: everything the velocity-level solve needs.
   void place(const Eigen::Ref<const Eigen::VectorXd>& q);
-  const Point& com(int b) const { return com_[static_cast<std::size_t>(b)]; }
+  const Point& com(int b) const {
+    if constexpr (kDouble) return bodies_[static_cast<std::size_t>(b)].r;
+    else return com_[static_cast<std::size_t>(b)];
+  }
   const typename G::InverseInertia& inverse_inertia(int b) const { return inverse_inertia_[static_cast<std::size_t>(b)]; }
-  const Point& tree_point(int k) const { return tree_point_[static_cast<std::size_t>(k)]; }
-  const Subspace& H(int k) const { return H_[static_cast<std::size_t>(k)]; }
-  const Subspace& D(int k) const { return D_[static_cast<std::size_t>(k)]; }
+  const Point& tree_point(int k) const {
+    if constexpr (kDouble) return motion_[static_cast<std::size_t>(k)].point;
+    else return tree_point_[static_cast<std::size_t>(k)];
+  }
+  const Subspace& H(int k) const {
+    if constexpr (kDouble) return motion_[static_cast<std::size_t>(k)].H;
+    else return H_[static_cast<std::size_t>(k)];
+  }
+  const Subspace& D(int k) const {
+    if constexpr (kDouble) return motion_[static_cast<std::size_t>(k)].D;
+    else return D_[static_cast<std::size_t>(k)];
+  }
   const Point& loop_point(int j) const { return loop_point_[static_cast<std::size_t>(j)]; }
   /// A loop-closing joint's velocity constraint G_p V_p(o) + G_c V_c(o) = -Phi_t at its handle o.
   const Rows& loop_rows(int j) const { return loop_rows_[static_cast<std::size_t>(j)]; }
 
   /// The bodies' twists at their centres of mass, at time t: rates and loads.
   void move(double t, std::span<const Vec> V);
-  const Subspace& Hdot(int k) const { return Hdot_[static_cast<std::size_t>(k)]; }
-  const Vec& applied(int b) const { return applied_[static_cast<std::size_t>(b)]; }
+  const Subspace& Hdot(int k) const {
+    if constexpr (kDouble) return motion_[static_cast<std::size_t>(k)].Hdot;
+    else return Hdot_[static_cast<std::size_t>(k)];
+  }
+  const Vec& applied(int b) const {
+    if constexpr (kDouble) return wrenches_[static_cast<std::size_t>(b)];
+    else return applied_[static_cast<std::size_t>(b)];
+  }
   /// Jdot' sigma of a loop-closing joint on its parent and child, at their centres of mass.
   void loop_rate_loads(int j, const Vec& sigma, Vec& on_parent, Vec& on_child) const;
 
@@ -78,10 +99,12 @@ class SpatialKinematics {
   std::vector<ConstraintBlock> blocks_;  // per model joint; loop-closing ones only
   std::vector<Vec6> wrenches_;
   std::vector<Mat3> inertia_inverse_;  // body frame
-  std::vector<Point> com_, tree_point_, loop_point_;
+  std::vector<Point> loop_point_;
   std::vector<typename G::InverseInertia> inverse_inertia_;
-  std::vector<Subspace> H_, D_, Hdot_;
   std::vector<Rows> loop_rows_;
+  // Float only: the results above rounded to float.
+  std::vector<Point> com_, tree_point_;
+  std::vector<Subspace> H_, D_, Hdot_;
   std::vector<Vec> applied_;
 };
 
