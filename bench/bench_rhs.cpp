@@ -1,22 +1,23 @@
 // Time of one right-hand-side evaluation of the joint-coordinate formulations on the n-link
 // spherical chain of paper 000, Sect. 4.4 (n = 2 ... 1024), with 1 and 2 threads.
 //
-// The formulation's ODE right-hand side is called directly, at the initial state.
+// The formulation's ODE right-hand side is called directly, at the initial state. LoopRhs does
+// the same on paper 001's closed loops (its Table 1).
 //
 //   build/bench/treedyn_bench --benchmark_filter=Rhs
 #include <benchmark/benchmark.h>
 
 #include "treedyn/formulations.hpp"
 #include "treedyn/generators.hpp"
+#include "treedyn/model_json.hpp"
 
 namespace {
 
 using namespace treedyn;
 
-void rhs(benchmark::State& state, const std::string& formulation) {
-  const Model model = make_chain(static_cast<int>(state.range(0)), JointType::Spherical);
+void time_rhs(benchmark::State& state, const Model& model, const std::string& formulation, int threads) {
   FormulationSettings settings;
-  settings.threads = static_cast<int>(state.range(1));
+  settings.threads = threads;
   auto f = make_formulation(formulation, model, settings);
   OdeSystem& ode = *f->ode();
   const Eigen::VectorXd y = f->ode_state();
@@ -25,6 +26,10 @@ void rhs(benchmark::State& state, const std::string& formulation) {
     ode.rhs(0.0, y, ydot);
     benchmark::DoNotOptimize(ydot.data());
   }
+}
+
+void rhs(benchmark::State& state, const std::string& formulation) {
+  time_rhs(state, make_chain(static_cast<int>(state.range(0)), JointType::Spherical), formulation, static_cast<int>(state.range(1)));
   state.counters["bodies"] = static_cast<double>(state.range(0));
   state.counters["per_body"] =
       benchmark::Counter(static_cast<double>(state.range(0)) * static_cast<double>(state.iterations()),
@@ -33,8 +38,22 @@ void rhs(benchmark::State& state, const std::string& formulation) {
 
 void DcaRhs(benchmark::State& state) { rhs(state, "dca"); }
 
+const char* const kLoops[] = {"loop4", "loop8", "double_loop8"};
+void LoopRhs(benchmark::State& state, const std::string& formulation) {
+  const std::string name = kLoops[state.range(0)];
+  state.SetLabel(name);
+  time_rhs(state, read_model_file(std::string(TREEDYN_MODELS_DIR) + "/" + name + ".json"), formulation, 1);
+}
+void HdcaLoopRhs(benchmark::State& state) { LoopRhs(state, "hdca"); }
+void DcaLoopRhs(benchmark::State& state) { LoopRhs(state, "dca"); }
+void HdcaRhs(benchmark::State& state) { rhs(state, "hdca"); }
+
 }  // namespace
 
 BENCHMARK(DcaRhs)->ArgsProduct({benchmark::CreateRange(2, 1024, 2), {1, 2}})->ArgNames({"n", "threads"})->Unit(benchmark::kMicrosecond);
+BENCHMARK(HdcaRhs)->ArgsProduct({benchmark::CreateRange(2, 1024, 2), {1, 2}})->ArgNames({"n", "threads"})->Unit(benchmark::kMicrosecond);
+
+BENCHMARK(HdcaLoopRhs)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
+BENCHMARK(DcaLoopRhs)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

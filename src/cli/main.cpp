@@ -59,7 +59,7 @@ struct SimulateArgs {
   bool assemble = false, quiet = false, profile = false;
   std::vector<double> baumgarte;  // dca: alpha, beta
   bool planar = false;            // hdca: paper 004's planar form
-  std::string precision = "double", inverse = "cholesky";  // hdca
+  std::string precision = "double", inverse = "cholesky", error_control = "velocities";  // hdca
 };
 
 /// Per-stage split of the time spent advancing (stages the formulation times, the rest "other").
@@ -115,6 +115,8 @@ int simulate(const SimulateArgs& a) {
   settings.hdca.planar = a.planar;
   settings.hdca.single_precision = a.precision == "float";
   settings.hdca.inverse = a.inverse == "ldup" ? InverseMethod::AdjugateLdup : InverseMethod::Cholesky;
+  settings.hdca.error_control =
+      a.error_control == "velocities" ? HdcaOptions::ErrorControl::Velocities : HdcaOptions::ErrorControl::Momenta;
   auto f = make_formulation(formulation, model, settings);
   const std::string out_dir = !a.output.empty() ? a.output : "results/" + model.name;
   ResultWriter writer(model, out_dir);
@@ -214,6 +216,10 @@ int main(int argc, char** argv) {
                 "hdca: small-matrix inverses, cholesky or ldup (paper 004: adjugate for 2x2, LDUP factorisation beyond)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cholesky", "ldup"}));
+  s->add_option("--error-control", sim.error_control,
+                "hdca: what rtol/atol bound: the canonical momenta's velocity equivalents, or the momenta as they are (paper 001)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"momenta", "velocities"}));
   s->footer(list_formulations());
 
   std::string info_path;

@@ -40,6 +40,15 @@
 // reported at output times by one acceleration-level divide-and-conquer solve on the same state
 // (the "separate module" of Sect. 3.4; it reuses dca's code).
 //
+// Error control. Near the base of a long chain p_k carries the momentum of everything outboard,
+// and velocities come from differences of such momenta (M_i V_i = Pbar_k - S Pbar_k+1), so a
+// relative tolerance on p is far looser than the same tolerance on v: on the 1024-link chain
+// rtol = atol = 1e-6 on p lets the energy error reach 1e6 J in 10 s. The default weighs the error
+// of p_k by the local inertia m_k of joint k's child (its inertia about that freedom), so that
+// rtol and atol bound velocity-like errors as they do for dca (OdeSystem::error_weights); paper
+// 001's plain tolerances on p remain available (ErrorControl::Momenta, `--error-control
+// momenta`) and its study uses them.
+//
 // Planar form (paper 004): revolute and prismatic joints in the xy plane, 3-D vectors
 // [x; y; angular], every quantity in the chosen scalar — single precision as on the paper's FPGA
 // (the state is rounded to float after every step). The spatial form in float runs the
@@ -76,6 +85,11 @@ struct HdcaOptions {
   bool planar = false;              // paper 004's planar form (the model must be planar)
   bool single_precision = false;    // float arithmetic (paper 004)
   InverseMethod inverse = InverseMethod::Cholesky;  // AdjugateLdup: paper 004's Sect. 3 inverses
+  /// Error control of the adaptive integrators. Momenta (paper 001): rtol and atol on q and p as
+  /// they are. Velocities: the error of p_k is weighed as m_k (rtol |v_k| + atol), m_k the
+  /// inertia of joint k's child alone about that freedom, so that it measures like a velocity
+  /// error (see "Error control" above).
+  enum class ErrorControl { Momenta, Velocities } error_control = ErrorControl::Velocities;
 };
 
 /// Throws std::invalid_argument for a model hdca cannot run (drivers; for the planar form, a

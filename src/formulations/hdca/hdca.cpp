@@ -24,7 +24,8 @@ class Hdca final : public OdeFormulation {
         topology_(model),
         tree_(model, topology_),
         engine_(model, topology_, tree_, options.threads, options.inverse),
-        reporter_(model, options.threads) {
+        reporter_(model, options.threads),
+        error_control_(options.error_control) {
     if (!model.drivers.empty())
       throw std::invalid_argument("hdca: drivers (prescribed joint motion) are not supported; use reference");
     for (const auto& f : model.frictions)
@@ -80,6 +81,18 @@ class Hdca final : public OdeFormulation {
     reporter_.update_angle_references(q_of(y), v_);
   }
 
+  /// HdcaOptions::ErrorControl::Velocities: p_k weighed by m_k (rtol |v_k| + atol), v from the
+  /// latest right-hand side.
+  bool error_weights(const Eigen::Ref<const Eigen::VectorXd>& y, double rtol, double atol,
+                     Eigen::Ref<Eigen::VectorXd> w) override {
+    if (error_control_ != HdcaOptions::ErrorControl::Velocities) return false;
+    const int nq = joints().nq();
+    w.head(nq) = (rtol * y.head(nq).cwiseAbs().array() + atol).inverse().matrix();
+    w.tail(joints().nv()) =
+        (engine_.local_inertia().array() * (rtol * v_.cwiseAbs().array() + atol)).inverse().matrix();
+    return true;
+  }
+
   static double round_to_scalar(Eigen::Ref<Eigen::VectorXd> y) {
     double change = 0.0;
     if constexpr (kSingle)
@@ -95,6 +108,7 @@ class Hdca final : public OdeFormulation {
   AssemblyTree tree_;
   hdca::Engine<Kin> engine_;
   jc::AccelerationSolver reporter_;  // accelerations and reactions at output times
+  HdcaOptions::ErrorControl error_control_;
   Eigen::VectorXd v_;
 };
 

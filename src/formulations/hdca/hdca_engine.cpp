@@ -88,8 +88,18 @@ void Engine<Kin>::momenta(const Eigen::Ref<const Eigen::VectorXd>& q, const Eige
   for (int b = 0; b < model_.body_count(); ++b)
     R_[static_cast<std::size_t>(b)] = kin_.momentum(b, V_[static_cast<std::size_t>(b)]);
   accumulate_outboard(R_, A_);
-  for (std::size_t k = 0; k < tree_joints.size(); ++k)
-    p.segment(tree_joints[k].v_offset, tree_joints[k].nv) = (kin_.H(static_cast<int>(k)).transpose() * A_[k]).template cast<double>();
+  local_inertia_.resize(kin_.joints().nv());
+  for (std::size_t k = 0; k < tree_joints.size(); ++k) {
+    const TreeJoint& t = tree_joints[k];
+    const auto& H = kin_.H(static_cast<int>(k));
+    p.segment(t.v_offset, t.nv) = (H.transpose() * A_[k]).template cast<double>();
+    const Point d = kin_.com(t.child) - kin_.tree_point(static_cast<int>(k));
+    for (int c = 0; c < t.nv; ++c) {  // h' M_c(o) h: the child's momentum at o for the unit twist h
+      const Vec h = H.col(c);
+      const Vec P_o = G::shift_load(kin_.momentum(t.child, G::shift_twist(h, d)), d);
+      local_inertia_(t.v_offset + c) = double(h.dot(P_o));
+    }
+  }
 }
 
 // First stage ------------------------------------------------------------------------------------

@@ -47,6 +47,10 @@ class Engine {
   /// Second stage (steps 8-10): pdot at time t, after velocities().
   void momentum_rates(double t, Eigen::Ref<Eigen::VectorXd> pdot, StageTimer* timer = nullptr);
 
+  /// Per joint velocity: the inertia of the joint's child body alone about that freedom,
+  /// h' M_c(o) h, at the configuration momenta() was called with.
+  const Eigen::VectorXd& local_inertia() const { return local_inertia_; }
+
   /// Body twists at the centres of mass after velocities().
   std::span<const Vec> twists() const { return V_; }
   /// True if the last velocity solve met a singular elimination (redundant or singular loops).
@@ -87,6 +91,7 @@ class Engine {
   std::vector<int> handle_offset_;
   std::vector<Rows> rows_;
   Eigen::Matrix<S, Eigen::Dynamic, 1> p_;           // canonical momenta in S
+  Eigen::VectorXd local_inertia_;
   std::vector<Vec> P_known_, V_, R_, accumulated_, A_;
   std::vector<Vec> rate_load_p_, rate_load_c_;      // per model joint: Jdot' sigma of loop joints
   std::span<Point> handles_of(int b);
