@@ -46,12 +46,16 @@ struct Types {
   using Mat = Eigen::Matrix<S, Dim, Dim>;
 };
 
-/// A joint's equations as its two bodies see them: G_p x_p + G_c x_c = r, in the first `rows`
-/// rows; the remaining rows of G_p, G_c and r are zero (fixed-size storage, no heap).
+/// A joint's equations as its two bodies see them: G_p x_p + G_c x_c + c lambda = r, in the first
+/// `rows` rows; the remaining rows of G_p, G_c and r are zero (fixed-size storage, no heap). The
+/// compliance c is zero for a hard constraint; the augmented Lagrangian of paper 000 gives every
+/// joint c = 1/alpha (the I/alpha of its matrix C, Eq. 35), which keeps Z positive definite even
+/// when the constraints are redundant or singular.
 template <class S, int Dim>
 struct JointRows {
   typename Types<S, Dim>::Mat G_p = Types<S, Dim>::Mat::Zero(), G_c = Types<S, Dim>::Mat::Zero();
   typename Types<S, Dim>::Vec r = Types<S, Dim>::Vec::Zero();
+  S compliance = S(0);
   int rows = 0;
   /// Zeroes everything and sets the row count.
   void reset(int n) {
@@ -99,6 +103,7 @@ struct SingleElimination {
   using Mat = Eigen::Matrix<S, Dim, Dim>;
   using Vec = Eigen::Matrix<S, Dim, 1>;
   Vec beta_hat = Vec::Zero(), lambda = Vec::Zero();
+  Mat Z_inverse = Mat::Zero();  // Z^+ in the top-left m x m, kept for bias-only re-assemblies
   std::span<Mat> W;  // per handle: W_i = Z^+ Y_i' (m x Dim), in HandleTree's arena
   bool singular = false;
 };
@@ -180,6 +185,18 @@ class HandleTree {
     parallel.disassemble(*tree_, [&](int id) { disassemble_node(id, rows); }, [&](int id) { leaf(tree_->node(id).body); });
   }
 
+  /// Bias-only passes: with every K, Z^+ and W kept from the last assemble() and connect_base(),
+  /// new leaf biases b and joint right-hand sides r (the G rows and compliances must be unchanged)
+  /// give the new inner biases, beta_hat and base loads:
+  ///     beta_hat = Z^+ (r - sum_s G_s b^s_E),   b^C_i = b^s_i + W_i' (r - sum_s G_s b^s_E)
+  /// (Y_i Z^+ = W_i' as Z^+ is symmetric). This is paper 000's reuse of the tangent coefficients
+  /// delta in the modified Newton iterations and both projections (Sects. 3.2-3.4, Eqs. 39, 54, 69).
+  template <class Leaf>
+  void assemble_bias(const std::vector<JointRows<S, Dim>>& rows, const Parallel& parallel, Leaf&& leaf) {
+    parallel.assemble(*tree_, [&](int id) { leaf(tree_->node(id).body); }, [&](int id) { assemble_bias_node(id, rows); });
+  }
+  void connect_base_bias(const std::vector<JointRows<S, Dim>>& rows);
+
   /// True if the last solve met a singular elimination matrix somewhere.
   bool any_singular() const;
 
@@ -197,6 +214,15 @@ class HandleTree {
   void recover_single(Node& n, Node* const side[2], const JointRows<S, Dim>& jr);
   void eliminate_multiple(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
   void disassemble_node(int id, const std::vector<JointRows<S, Dim>>& rows);
+  void assemble_bias_node(int id, const std::vector<JointRows<S, Dim>>& rows);
+  template <int M>
+  void bias_single(Node& n, const Node* const side[2], const JointRows<S, Dim>& jr);
+  void bias_multiple(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
+  void base_rhs(const std::vector<JointRows<S, Dim>>& rows);
+  void base_loads(const std::vector<JointRows<S, Dim>>& rows);
+  /// Calls f.template operator()<M>() for the single-joint kernel compiled for `m` rows.
+  template <class F>
+  static void dispatch_rows(int m, F&& f);
   static const Mat& rows_of(const JointRows<S, Dim>& r, bool p_side) { return p_side ? r.G_p : r.G_c; }
   static bool uses_single(const Node& n) { return n.eliminated.size() == 1 && n.size() <= kMaxSingleHandles; }
 

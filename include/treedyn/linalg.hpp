@@ -6,7 +6,7 @@
 
 #include <Eigen/Cholesky>
 #include <Eigen/SVD>
-#include <Eigen/QR>
+#include <Eigen/Eigenvalues>
 #include <cmath>
 
 #include "treedyn/small_inverse.hpp"
@@ -150,19 +150,26 @@ bool cholesky_inverse(const Eigen::Matrix<S, M, M>& A, Eigen::Matrix<S, M, M>& i
   return true;
 }
 
-/// Pseudo-inverse (complete orthogonal decomposition) of a small symmetric positive semidefinite
-/// matrix; a 1x1 matrix that is not positive is rank 0 (round-off of a zero), its pseudo-inverse 0.
+/// Pseudo-inverse of a small symmetric positive semidefinite matrix (at most 8 x 8) by its
+/// eigen-decomposition: eigenvalues below relative_pivot times the largest count as zero. The
+/// decomposition is compiled once per scalar (sizes bounded at 8, stack storage) rather than once
+/// per fixed size: fixed-size decompositions for every joint row count made the divide-and-conquer
+/// core take minutes to compile.
+template <class S>
+Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, 0, 8, 8> bounded_pseudo_inverse(
+    const Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, 0, 8, 8>& A, S relative_pivot) {
+  Eigen::SelfAdjointEigenSolver<Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, 0, 8, 8>> eig(A);
+  const auto& d = eig.eigenvalues();
+  const S cutoff = relative_pivot * d.cwiseAbs().maxCoeff();
+  Eigen::Matrix<S, Eigen::Dynamic, 1, 0, 8, 1> inv_d(d.size());
+  for (Eigen::Index i = 0; i < d.size(); ++i) inv_d(i) = d(i) > cutoff ? S(1) / d(i) : S(0);
+  return eig.eigenvectors() * inv_d.asDiagonal() * eig.eigenvectors().transpose();
+}
+
 template <class S, int M>
 Eigen::Matrix<S, M, M> small_pseudo_inverse(const Eigen::Matrix<S, M, M>& A, S relative_pivot = S(1e-10)) {
-  if constexpr (M == 1) {  // scalar case; also keeps GCC 12 off a false -Warray-bounds in Eigen's COD
-    const S a = A(0, 0);
-    return Eigen::Matrix<S, 1, 1>(a > S(0) ? S(1) / a : S(0));
-  } else {
-    Eigen::CompleteOrthogonalDecomposition<Eigen::Matrix<S, M, M>> cod;
-    cod.setThreshold(relative_pivot);
-    cod.compute(A);
-    return cod.pseudoInverse();
-  }
+  static_assert(M <= 8, "small_pseudo_inverse: at most 8 x 8");
+  return bounded_pseudo_inverse<S>(A, relative_pivot);
 }
 
 }  // namespace treedyn

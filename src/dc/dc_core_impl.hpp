@@ -1,3 +1,8 @@
+// treedyn — the definitions of HandleTree's members. Each (scalar, dimension) instance is compiled
+// in its own translation unit (dc_<scalar><dim>.cpp): the fixed-size elimination kernels are heavy
+// to compile, and separate units build in parallel.
+#pragma once
+
 #include "treedyn/dc_core.hpp"
 
 namespace treedyn::dc {
@@ -89,6 +94,7 @@ void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], co
   MatM Z;
   Z.noalias() = G0 * K0 * G0.transpose();
   Z.noalias() += G1 * K1 * G1.transpose();
+  Z.diagonal().array() += jr.compliance;
   Eigen::Matrix<S, M, 1> rhs = jr.r.template head<M>();
   rhs.noalias() -= G0 * side[0]->b[static_cast<std::size_t>(x.left)];
   rhs.noalias() -= G1 * side[1]->b[static_cast<std::size_t>(x.right)];
@@ -96,6 +102,7 @@ void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], co
   e.singular = method_ == InverseMethod::AdjugateLdup ? !paper_inverse(Z, Z_inverse, S(1e-10))
                                                       : !cholesky_inverse<S, M>(Z, Z_inverse);
   if (e.singular) Z_inverse = small_pseudo_inverse<S, M>(Z);
+  e.Z_inverse.template topLeftCorner<M, M>() = Z_inverse;
   e.beta_hat.template head<M>().noalias() = Z_inverse * rhs;
   // Y_i = K_i,e G' and W_i = Z^+ Y_i' (paper 004, Eqs. 35-36).
   Eigen::Matrix<S, Dim, M> Y[kMaxSingleHandles];
@@ -125,16 +132,22 @@ void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], co
 template <class S, int Dim>
 void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
   const JointRows<S, Dim>& jr = rows[static_cast<std::size_t>(n.eliminated.front().joint)];
-  switch (n.eliminated.front().rows) {
-    case 1: eliminate_single<1>(n, side, jr); break;
-    case 2: eliminate_single<2>(n, side, jr); break;
-    case 3: eliminate_single<3>(n, side, jr); break;
+  dispatch_rows(n.eliminated.front().rows, [&]<int M>() { eliminate_single<M>(n, side, jr); });
+}
+
+template <class S, int Dim>
+template <class F>
+void HandleTree<S, Dim>::dispatch_rows(int m, F&& f) {
+  switch (m) {
+    case 1: f.template operator()<1>(); break;
+    case 2: f.template operator()<2>(); break;
+    case 3: f.template operator()<3>(); break;
     default:
-      if constexpr (Dim == 6) {
-        switch (n.eliminated.front().rows) {
-          case 4: eliminate_single<4>(n, side, jr); break;
-          case 5: eliminate_single<5>(n, side, jr); break;
-          default: eliminate_single<6>(n, side, jr); break;
+      if constexpr (Dim >= 6) {
+        switch (m) {
+          case 4: f.template operator()<4>(); break;
+          case 5: f.template operator()<5>(); break;
+          default: f.template operator()<6>(); break;
         }
       }
   }
@@ -171,6 +184,8 @@ void HandleTree<S, Dim>::eliminate_multiple(Node& n, const Node* const side[2], 
             G(x, s) * side[s]->k(index(x, s), index(x2, s)) * G(x2, s).transpose();
     }
   }
+  for (const Eliminated& x : n.eliminated)
+    e.Z.diagonal().segment(x.offset, x.rows).array() += rows[static_cast<std::size_t>(x.joint)].compliance;
   for (int i = 0; i < n.size(); ++i) {
     const auto src = n.from[static_cast<std::size_t>(i)];
     auto& Y = e.Y[static_cast<std::size_t>(i)];
@@ -224,18 +239,86 @@ void HandleTree<S, Dim>::connect_base(const std::vector<JointRows<S, Dim>>& rows
   for (Vec& f : root.f) f.setZero();
   if (base_.m == 0) return;  // free-floating
   Multiple& e = base_.multiple;
-  auto G = [&](const Eliminated& x) { return rows_of(rows[static_cast<std::size_t>(x.joint)], x.p_left).topRows(x.rows); };
   e.Z.setZero();
   for (const Eliminated& x : base_.eliminated) {
-    e.lambda.segment(x.offset, x.rows) = rows[static_cast<std::size_t>(x.joint)].r.head(x.rows);
-    e.lambda.segment(x.offset, x.rows).noalias() -= G(x) * root.b[static_cast<std::size_t>(x.left)];
+    const auto G = rows_of(rows[static_cast<std::size_t>(x.joint)], x.p_left).topRows(x.rows);
     for (const Eliminated& x2 : base_.eliminated)
-      e.Z.block(x.offset, x2.offset, x.rows, x2.rows).noalias() += G(x) * root.k(x.left, x2.left) * G(x2).transpose();
+      e.Z.block(x.offset, x2.offset, x.rows, x2.rows).noalias() +=
+          G * root.k(x.left, x2.left) * rows_of(rows[static_cast<std::size_t>(x2.joint)], x2.p_left).topRows(x2.rows).transpose();
+    e.Z.diagonal().segment(x.offset, x.rows).array() += rows[static_cast<std::size_t>(x.joint)].compliance;
   }
   e.solver.compute(e.Z);
-  e.solver.solve_in_place(e.lambda);  // paper 001, Eqs. 43 (open chain) and 45 (closed)
+  base_loads(rows);
+}
+
+template <class S, int Dim>
+void HandleTree<S, Dim>::connect_base_bias(const std::vector<JointRows<S, Dim>>& rows) {
+  Node& root = node(tree_->root());
+  for (Vec& f : root.f) f.setZero();
+  if (base_.m > 0) base_loads(rows);
+}
+
+// lambda = Z^+ (r - G b) at the base and the root's loads f = G' lambda (paper 001, Eqs. 43
+// (open chain) and 45 (closed)), with Z already factorised.
+template <class S, int Dim>
+void HandleTree<S, Dim>::base_loads(const std::vector<JointRows<S, Dim>>& rows) {
+  Node& root = node(tree_->root());
+  Multiple& e = base_.multiple;
+  for (const Eliminated& x : base_.eliminated) {
+    const JointRows<S, Dim>& jr = rows[static_cast<std::size_t>(x.joint)];
+    e.lambda.segment(x.offset, x.rows) = jr.r.head(x.rows);
+    e.lambda.segment(x.offset, x.rows).noalias() -= rows_of(jr, x.p_left).topRows(x.rows) * root.b[static_cast<std::size_t>(x.left)];
+  }
+  e.solver.solve_in_place(e.lambda);
   for (const Eliminated& x : base_.eliminated)
-    root.f[static_cast<std::size_t>(x.left)].noalias() = G(x).transpose() * e.lambda.segment(x.offset, x.rows);
+    root.f[static_cast<std::size_t>(x.left)].noalias() =
+        rows_of(rows[static_cast<std::size_t>(x.joint)], x.p_left).topRows(x.rows).transpose() * e.lambda.segment(x.offset, x.rows);
+}
+
+template <class S, int Dim>
+void HandleTree<S, Dim>::assemble_bias_node(int id, const std::vector<JointRows<S, Dim>>& rows) {
+  Node& n = node(id);
+  const AssemblyNode& a = tree_->node(id);
+  const Node* const side[2] = {&node(a.left), &node(a.right)};
+  for (int i = 0; i < n.size(); ++i) {
+    const auto si = n.from[static_cast<std::size_t>(i)];
+    n.b[static_cast<std::size_t>(i)] = side[si.side]->b[static_cast<std::size_t>(si.index)];
+  }
+  if (uses_single(n)) {
+    const JointRows<S, Dim>& jr = rows[static_cast<std::size_t>(n.eliminated.front().joint)];
+    dispatch_rows(n.eliminated.front().rows, [&]<int M>() { bias_single<M>(n, side, jr); });
+  } else if (n.m > 0) {
+    bias_multiple(n, side, rows);
+  }
+}
+
+template <class S, int Dim>
+template <int M>
+void HandleTree<S, Dim>::bias_single(Node& n, const Node* const side[2], const JointRows<S, Dim>& jr) {
+  const Eliminated& x = n.eliminated.front();
+  Single& e = n.single;
+  Eigen::Matrix<S, M, 1> rhs = jr.r.template head<M>();
+  rhs.noalias() -= rows_of(jr, x.p_left).template topRows<M>() * side[0]->b[static_cast<std::size_t>(x.left)];
+  rhs.noalias() -= rows_of(jr, !x.p_left).template topRows<M>() * side[1]->b[static_cast<std::size_t>(x.right)];
+  e.beta_hat.template head<M>().noalias() = e.Z_inverse.template topLeftCorner<M, M>() * rhs;
+  for (int i = 0; i < n.size(); ++i)
+    n.b[static_cast<std::size_t>(i)].noalias() += e.W[static_cast<std::size_t>(i)].template topRows<M>().transpose() * rhs;
+}
+
+template <class S, int Dim>
+void HandleTree<S, Dim>::bias_multiple(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
+  Multiple& e = n.multiple;
+  for (const Eliminated& x : n.eliminated) {
+    const JointRows<S, Dim>& jr = rows[static_cast<std::size_t>(x.joint)];
+    e.lambda.segment(x.offset, x.rows) = jr.r.head(x.rows);  // lambda holds the right-hand side here
+    for (int s = 0; s < 2; ++s)
+      e.lambda.segment(x.offset, x.rows).noalias() -=
+          rows_of(jr, (s == 0) == x.p_left).topRows(x.rows) * side[s]->b[static_cast<std::size_t>(s == 0 ? x.left : x.right)];
+  }
+  e.beta_hat = e.lambda;
+  e.solver.solve_in_place(e.beta_hat);
+  for (int i = 0; i < n.size(); ++i)
+    n.b[static_cast<std::size_t>(i)].noalias() += e.W[static_cast<std::size_t>(i)].transpose() * e.lambda;
 }
 
 template <class S, int Dim>
@@ -251,19 +334,7 @@ void HandleTree<S, Dim>::disassemble_node(int id, const std::vector<JointRows<S,
   // f = G' lambda.
   if (uses_single(n)) {
     const JointRows<S, Dim>& jr = rows[static_cast<std::size_t>(n.eliminated.front().joint)];
-    switch (n.eliminated.front().rows) {
-      case 1: recover_single<1>(n, side, jr); break;
-      case 2: recover_single<2>(n, side, jr); break;
-      case 3: recover_single<3>(n, side, jr); break;
-      default:
-        if constexpr (Dim == 6) {
-          switch (n.eliminated.front().rows) {
-            case 4: recover_single<4>(n, side, jr); break;
-            case 5: recover_single<5>(n, side, jr); break;
-            default: recover_single<6>(n, side, jr); break;
-          }
-        }
-    }
+    dispatch_rows(n.eliminated.front().rows, [&]<int M>() { recover_single<M>(n, side, jr); });
   } else if (n.m > 0) {
     Multiple& e = n.multiple;
     e.lambda = e.beta_hat;
@@ -301,10 +372,5 @@ typename HandleTree<S, Dim>::Vec HandleTree<S, Dim>::multiplier(int joint) const
   }
   return out;
 }
-
-template class HandleTree<double, 6>;
-template class HandleTree<float, 6>;
-template class HandleTree<double, 3>;
-template class HandleTree<float, 3>;
 
 }  // namespace treedyn::dc

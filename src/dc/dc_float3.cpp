@@ -1,0 +1,4 @@
+// HandleTree<float, 3>: see dc_core_impl.hpp.
+#include "dc/dc_core_impl.hpp"
+
+template class treedyn::dc::HandleTree<float, 3>;
