@@ -70,6 +70,12 @@ class ConstraintSet {
   int offset(int block) const { return offsets_[static_cast<std::size_t>(block)]; }
   /// Evaluates every block at (t, state).
   void evaluate(double t, const SystemState& state, std::vector<ConstraintBlock>& blocks) const;
+  /// Evaluates block k (joints in model order, then drivers) at (t, state).
+  void evaluate_block(int k, double t, const SystemState& state, ConstraintBlock& out) const;
+  /// The same with the states of the block's parent P and child C given (ground's for kGround).
+  void evaluate_block(int k, double t, const BodyState& P, const BodyState& C, ConstraintBlock& out) const;
+  /// The joint a block belongs to (a driver's joint for a driver block).
+  int joint_of_block(int k) const;
   /// Sparse J (rows x 6n) and stacked Phi, Phi_t, gamma from evaluated blocks.
   void stack(const std::vector<ConstraintBlock>& blocks, Eigen::SparseMatrix<double>& J, Eigen::VectorXd& phi,
              Eigen::VectorXd& phi_t, Eigen::VectorXd& gamma) const;

@@ -218,14 +218,25 @@ ConstraintSet::ConstraintSet(const Model& model) : model_(&model) {
 }
 
 void ConstraintSet::evaluate(double t, const SystemState& state, std::vector<ConstraintBlock>& blocks) const {
-  const Model& m = *model_;
   blocks.resize(offsets_.size());
-  std::size_t k = 0;
-  for (const Joint& j : m.joints) joint_constraint(j, state_of(state, j.parent), state_of(state, j.child), blocks[k++]);
-  for (const Driver& d : m.drivers) {
-    const Joint& j = m.joints[static_cast<std::size_t>(d.joint)];
-    driver_constraint(d, j, t, state_of(state, j.parent), state_of(state, j.child), blocks[k++]);
-  }
+  for (int k = 0; k < block_count(); ++k) evaluate_block(k, t, state, blocks[static_cast<std::size_t>(k)]);
+}
+
+void ConstraintSet::evaluate_block(int k, double t, const SystemState& state, ConstraintBlock& out) const {
+  const Joint& j = model_->joints[static_cast<std::size_t>(joint_of_block(k))];
+  evaluate_block(k, t, state_of(state, j.parent), state_of(state, j.child), out);
+}
+
+void ConstraintSet::evaluate_block(int k, double t, const BodyState& P, const BodyState& C, ConstraintBlock& out) const {
+  const Model& m = *model_;
+  const Joint& j = m.joints[static_cast<std::size_t>(joint_of_block(k))];
+  if (k < m.joint_count()) joint_constraint(j, P, C, out);
+  else driver_constraint(m.drivers[static_cast<std::size_t>(k - m.joint_count())], j, t, P, C, out);
+}
+
+int ConstraintSet::joint_of_block(int k) const {
+  const Model& m = *model_;
+  return k < m.joint_count() ? k : m.drivers[static_cast<std::size_t>(k - m.joint_count())].joint;
 }
 
 void ConstraintSet::stack(const std::vector<ConstraintBlock>& blocks, Eigen::SparseMatrix<double>& J,

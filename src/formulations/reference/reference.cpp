@@ -1,6 +1,7 @@
 #include "treedyn/formulations/reference.hpp"
 
 #include "../common/ode_formulation.hpp"
+#include "../common/reactions.hpp"
 #include "treedyn/errors.hpp"
 #include "treedyn/loads.hpp"
 #include "treedyn/projection.hpp"
@@ -39,7 +40,7 @@ class Reference final : public OdeFormulation {
       out.bodies[static_cast<std::size_t>(i)].a = Vdot_.segment<3>(6 * i);
       out.bodies[static_cast<std::size_t>(i)].alpha = Vdot_.segment<3>(6 * i + 3);
     }
-    reactions(out);
+    reactions_from_multipliers(matrix_.constraints(), matrix_.blocks(), lambda_, state_, out);
     out.extra_power = 0.0;
   }
 
@@ -96,31 +97,6 @@ class Reference final : public OdeFormulation {
       Vdot_.noalias() -= matrix_.MinvJt() * lambda_;
     }
     if (!Vdot_.allFinite()) throw SimulationError(t, "reference: non-finite accelerations");
-  }
-
-  /// Joint reactions on the children and driver efforts from lambda_ (after evaluate_dynamics).
-  void reactions(Snapshot& out) const {
-    out.reactions.assign(model_.joints.size(), JointReaction{});
-    out.driver_efforts.assign(model_.drivers.size(), 0.0);
-    const ConstraintSet& constraints = matrix_.constraints();
-    for (int k = 0; k < constraints.block_count(); ++k) {
-      const ConstraintBlock& b = matrix_.blocks()[static_cast<std::size_t>(k)];
-      if (b.size() == 0 || b.child == kGround) continue;
-      const Vec6 w = -b.J_C.transpose() * lambda_.segment(constraints.offset(k), b.size());  // at the child's CoM
-      const BodyState& C = state_of(state_, b.child);
-      if (k < model_.joint_count()) {
-        const Joint& j = model_.joints[static_cast<std::size_t>(k)];
-        const Vec3 s_C = C.q * j.child_frame.origin;
-        out.reactions[static_cast<std::size_t>(k)] = {w.head<3>(), w.tail<3>() - s_C.cross(w.head<3>())};
-      } else {
-        const Driver& d = model_.drivers[static_cast<std::size_t>(k - model_.joint_count())];
-        const Joint& j = model_.joints[static_cast<std::size_t>(d.joint)];
-        const CoordinateMeasure m = measure_coordinate(j, d.coordinate, state_of(state_, j.parent), C);
-        const Vec3 torque_at_point = w.tail<3>() - (m.point - C.r).cross(w.head<3>());
-        out.driver_efforts[static_cast<std::size_t>(k - model_.joint_count())] =
-            m.rotation ? m.axis.dot(torque_at_point) : m.axis.dot(w.head<3>());
-      }
-    }
   }
 
   // State layout ----------------------------------------------------------------------------

@@ -1,0 +1,31 @@
+#include "reactions.hpp"
+
+namespace treedyn {
+
+void reactions_from_multipliers(const ConstraintSet& constraints, const std::vector<ConstraintBlock>& blocks,
+                                const Eigen::Ref<const Eigen::VectorXd>& lambda, const SystemState& state,
+                                Snapshot& out) {
+  const Model& model = constraints.model();
+  out.reactions.assign(model.joints.size(), JointReaction{});
+  out.driver_efforts.assign(model.drivers.size(), 0.0);
+  for (int k = 0; k < constraints.block_count(); ++k) {
+    const ConstraintBlock& b = blocks[static_cast<std::size_t>(k)];
+    if (b.size() == 0 || b.child == kGround) continue;
+    const Vec6 w = -b.J_C.transpose() * lambda.segment(constraints.offset(k), b.size());  // at the child's CoM
+    const BodyState& C = state_of(state, b.child);
+    if (k < model.joint_count()) {
+      const Joint& j = model.joints[static_cast<std::size_t>(k)];
+      const Vec3 s_C = C.q * j.child_frame.origin;
+      out.reactions[static_cast<std::size_t>(k)] = {w.head<3>(), w.tail<3>() - s_C.cross(w.head<3>())};
+    } else {
+      const Driver& d = model.drivers[static_cast<std::size_t>(k - model.joint_count())];
+      const Joint& j = model.joints[static_cast<std::size_t>(d.joint)];
+      const CoordinateMeasure m = measure_coordinate(j, d.coordinate, state_of(state, j.parent), C);
+      const Vec3 torque_at_point = w.tail<3>() - (m.point - C.r).cross(w.head<3>());
+      out.driver_efforts[static_cast<std::size_t>(k - model.joint_count())] =
+          m.rotation ? m.axis.dot(torque_at_point) : m.axis.dot(w.head<3>());
+    }
+  }
+}
+
+}  // namespace treedyn
