@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "treedyn/formulation.hpp"
+#include "treedyn/formulations/ali3.hpp"
 #include "treedyn/formulations/dca.hpp"
 #include "treedyn/formulations/hdca.hpp"
 #include "treedyn/formulations/reference.hpp"
@@ -22,6 +23,7 @@ struct FormulationSettings {
   ReferenceOptions reference;              // formulation-specific defaults live in these
   DcaOptions dca;
   HdcaOptions hdca;
+  Ali3Options ali3;
 };
 
 struct FormulationInfo {

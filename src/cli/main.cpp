@@ -60,6 +60,8 @@ struct SimulateArgs {
   std::vector<double> baumgarte;  // dca: alpha, beta
   bool planar = false;            // hdca: paper 004's planar form
   std::string precision = "double", inverse = "cholesky", error_control = "velocities";  // hdca
+  Ali3Options ali3;                    // ali3: penalty, Newton-Raphson, projections
+  std::string projections = "both";    // ali3
 };
 
 /// Per-stage split of the time spent advancing (stages the formulation times, the rest "other").
@@ -117,6 +119,9 @@ int simulate(const SimulateArgs& a) {
   settings.hdca.inverse = a.inverse == "ldup" ? InverseMethod::AdjugateLdup : InverseMethod::Cholesky;
   settings.hdca.error_control =
       a.error_control == "velocities" ? HdcaOptions::ErrorControl::Velocities : HdcaOptions::ErrorControl::Momenta;
+  settings.ali3 = a.ali3;
+  settings.ali3.project_velocities = a.projections == "both" || a.projections == "velocities";
+  settings.ali3.project_accelerations = a.projections == "both" || a.projections == "accelerations";
   auto f = make_formulation(formulation, model, settings);
   const std::string out_dir = !a.output.empty() ? a.output : "results/" + model.name;
   ResultWriter writer(model, out_dir);
@@ -194,7 +199,7 @@ int main(int argc, char** argv) {
   s->add_option("--formulation,-f", sim.formulation, "formulation (default: the model's, else reference)");
   s->add_option("--t-end", sim.t_end, "end time, s (default: the model's, else 10)");
   s->add_option("--dt", sim.dt, "step of fixed-step methods, output interval of adaptive ones, s (default: the model's, else 0.01)");
-  s->add_option("--integrator", sim.integrator, "ODE integrator (defaults: reference bdf, dca and hdca dopri5)");
+  s->add_option("--integrator", sim.integrator, "ODE integrator (defaults: reference bdf, dca and hdca dopri5; ali3 has its own trapezoidal rule)");
   s->add_option("--rtol", sim.rtol, "relative tolerance of adaptive integrators (defaults: reference 1e-10, dca and hdca 1e-6)");
   s->add_option("--atol", sim.atol, "absolute tolerance of adaptive integrators (defaults: reference 1e-10, dca and hdca 1e-6)");
   s->add_option("--threads", sim.threads, "threads for the tree passes")->capture_default_str()->check(CLI::PositiveNumber);
@@ -220,6 +225,21 @@ int main(int argc, char** argv) {
                 "hdca: what rtol/atol bound: the canonical momenta's velocity equivalents, or the momenta as they are (paper 001)")
       ->capture_default_str()
       ->check(CLI::IsMember({"momenta", "velocities"}));
+  s->add_option("--alpha", sim.ali3.alpha, "ali3: penalty factor (paper 000: 1e6; 1e9 for the 128-link chain)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  s->add_option("--newton-max", sim.ali3.newton_max, "ali3: Newton-Raphson iterations per step at most (paper 000: 3)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  s->add_option("--newton-tol", sim.ali3.newton_tol,
+                "ali3: stop iterating when ||Delta q|| falls below this (paper 000: 1e-12, in effect a fixed count)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  s->add_flag("--geometric-stiffness", sim.ali3.geometric_stiffness,
+              "ali3: add the constraint loads' derivatives Phi_qq' lambda + Psi_qq' mu to the tangent (paper 000, Sect. 4.4)");
+  s->add_option("--projections", sim.projections, "ali3: mass-orthogonal projections after each step")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"both", "velocities", "accelerations", "none"}));
   s->footer(list_formulations());
 
   std::string info_path;

@@ -9,6 +9,7 @@ const std::vector<FormulationInfo>& formulation_catalog() {
       {"reference", "dense absolute-coordinate Lagrange multipliers with projection, O(n^3): the oracle"},
       {"dca", "Featherstone's divide-and-conquer in joint coordinates, loops closed at acceleration level"},
       {"hdca", "Hamiltonian divide-and-conquer: joint coordinates and canonical momenta, loops at velocity level"},
+      {"ali3", "index-3 augmented Lagrangian divide-and-conquer, trapezoidal rule with projections (paper 000)"},
   };
   return catalog;
 }
@@ -39,6 +40,12 @@ std::unique_ptr<Formulation> make_formulation(const std::string& name, const Mod
   if (name == "reference") return make_reference(model, with_common(s.reference, s));
   if (name == "dca") return make_dca(model, with_threads(s.dca, s));
   if (name == "hdca") return make_hdca(model, with_threads(s.hdca, s));
+  if (name == "ali3") {
+    Ali3Options o = s.ali3;
+    o.dt = s.dt;
+    o.threads = s.threads;
+    return make_ali3(model, o);
+  }
   std::string known;
   for (const auto& f : formulation_catalog()) known += (known.empty() ? "" : ", ") + f.name;
   throw std::invalid_argument("unknown formulation '" + name + "' (known: " + known + ")");

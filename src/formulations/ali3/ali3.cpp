@@ -1,0 +1,527 @@
+// ALi3-DCA: symbols and equations as in include/treedyn/formulations/ali3.hpp (paper 000).
+#include "treedyn/formulations/ali3.hpp"
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include "../common/reactions.hpp"
+#include "treedyn/dc_core.hpp"
+#include "treedyn/errors.hpp"
+#include "treedyn/loads.hpp"
+#include "treedyn/stage_timer.hpp"
+#include "treedyn/topology.hpp"
+
+namespace treedyn {
+namespace {
+
+using Vec7 = Eigen::Matrix<double, 7, 1>;
+using Mat7 = Eigen::Matrix<double, 7, 7>;
+using Tree = dc::HandleTree<double, 7>;
+using Rows = dc::JointRows<double, 7>;
+
+/// Per body: the trapezoidal state and the step's held tangent.
+struct BodyData {
+  Vec7 q, qd, qdd;               // current iterate (Eqs. 15-16 keep qd, qdd tied to q)
+  Vec7 q_bar, qd_bar, qdd_bar;   // at the start of the step
+  double mu = 0.0;               // normalisation multiplier
+  double psi = 0.0;              // Psi = (p'p - 1)/2 at the iterate
+  Vec7 g = Vec7::Zero();         // residual of the equations of motion (Eqs. 12-13)
+  Vec7 constraint_load = Vec7::Zero();  // Phi_q' lambda on this body
+  Mat7 M = Mat7::Zero();         // mass matrix (Eq. 7) at the iterate
+  Vec7 Q = Vec7::Zero();         // generalized forces (Eq. 8) at the iterate
+  Mat7 M_check = Mat7::Zero();   // M_c, held for the step
+  Mat7 K = Mat7::Zero();         // (h^2/4) M_cc^-1, held for the step
+  Vec7 bias = Vec7::Zero();      // the leaf's b in the current pass
+  Vec7 delta = Vec7::Zero();     // the pass's solution: Delta q, qd or qdd
+};
+
+/// 4 G' J' G and the quadratic-velocity term -8 Gd' J' G pd (paper 000, Eqs. 7-8).
+Mat7 mass_matrix(double m, const Mat3& J, const Vec4& p) {
+  const Mat34 G = G_matrix<double>(p);
+  Mat7 M = Mat7::Zero();
+  M.topLeftCorner<3, 3>().diagonal().setConstant(m);
+  M.bottomRightCorner<4, 4>() = 4.0 * G.transpose() * J * G;
+  return M;
+}
+
+class Ali3 final : public Formulation {
+ public:
+  Ali3(const Model& model, const Ali3Options& options)
+      : model_(model),
+        options_(options),
+        n_(model.body_count()),
+        constraints_(model),
+        topology_(model),
+        tree_(model, topology_),
+        loads_(model),
+        parallel_(options.threads),
+        timer_({"newton", "velocity projection", "acceleration projection"}),
+        state_(initial_state(model)),
+        bodies_(static_cast<std::size_t>(n_)),
+        blocks_(static_cast<std::size_t>(constraints_.block_count())),
+        blocks_of_(model.joints.size()),
+        wrenches_(static_cast<std::size_t>(n_)),
+        lambda_(Eigen::VectorXd::Zero(constraints_.rows())) {
+    check(options);
+    for (int k = 0; k < constraints_.block_count(); ++k)
+      blocks_of_[static_cast<std::size_t>(constraints_.joint_of_block(k))].push_back(k);
+    constraints_.evaluate(0.0, state_, blocks_);
+    std::vector<dc::JointSides> sides(model.joints.size());
+    for (int j = 0; j < model.joint_count(); ++j) {
+      const Joint& joint = model.joints[static_cast<std::size_t>(j)];
+      int rows = 0;
+      for (int k : blocks_of(j)) rows += blocks_[static_cast<std::size_t>(k)].size();
+      if (rows > 7) throw std::invalid_argument("ali3: joint '" + joint.name + "' with its drivers has more than 7 equations");
+      sides[static_cast<std::size_t>(j)] = {joint.parent, joint.child, rows};
+    }
+    core_ = std::make_unique<Tree>(tree_, std::move(sides));
+    rows_.resize(model.joints.size());
+    for (const auto& f : model.frictions)
+      warnings_.push_back("ali3: Coulomb friction '" + f.name + "' is ignored (not supported by this formulation)");
+    if (!model.springs.empty() || !model.rotational_springs.empty())
+      warnings_.push_back("ali3: spring and damper derivatives are left out of the tangent (modified Newton); "
+                          "stiff springs may need more iterations");
+    warn_if_penalty_weak(model);
+    initialise();
+  }
+
+  std::string name() const override { return "ali3"; }
+  std::string integrator() const override { return "trapezoidal (index-3 augmented Lagrangian)"; }
+  double time() const override { return t_; }
+  SolverStats stats() const override { return stats_; }
+  std::vector<std::string> warnings() const override { return warnings_; }
+  std::map<std::string, double> stage_seconds() const override { return timer_.seconds(); }
+
+  void advance_to(double t_target) override {
+    StageTimer::Scope counting(timer_);
+    while (t_ < t_target - 1e-12 * std::max(1.0, std::abs(t_target))) {
+      const double h = std::min(options_.dt, t_target - t_);
+      step(h);
+    }
+  }
+
+  void snapshot(Snapshot& out) override {
+    update_states();
+    out.t = t_;
+    out.bodies = state_;
+    for (int i = 0; i < n_; ++i) {
+      const BodyData& b = body(i);
+      BodyState& s = out.bodies[static_cast<std::size_t>(i)];
+      s.a = b.qdd.head<3>();
+      s.alpha = 2.0 * E_matrix<double>(b.q.tail<4>()) * b.qdd.tail<4>();  // Edot pd = 0
+    }
+    evaluate_all_blocks(t_);
+    reactions_from_multipliers(constraints_, blocks_, lambda_, state_, out);
+    out.extra_power = 0.0;
+  }
+
+ private:
+  static void check(const Ali3Options& o) {
+    if (!(o.dt > 0.0)) throw std::invalid_argument("ali3: the step must be positive");
+    if (!(o.alpha > 0.0)) throw std::invalid_argument("ali3: the penalty alpha must be positive");
+    if (o.newton_max < 1) throw std::invalid_argument("ali3: newton_max must be at least 1");
+    if (!(o.newton_tol >= 0.0)) throw std::invalid_argument("ali3: newton_tol must not be negative");
+  }
+
+  /// The penalty must dominate the joints' own compliance in the eliminated matrices (I/alpha
+  /// against Phi_q K Phi_q', K ~ (h^2/4) / m): otherwise the augmented Lagrangian iterations
+  /// contract slowly and the held-tangent Newton iteration diverges (seen on paper 002's
+  /// slider-crank at h = 1e-3 with alpha = 1e6).
+  void warn_if_penalty_weak(const Model& model) {
+    double heaviest = 0.0;
+    for (const Body& b : model.bodies) heaviest = std::max(heaviest, b.mass);
+    const double joint_compliance = 0.25 * options_.dt * options_.dt / heaviest;
+    if (1.0 / options_.alpha > 0.1 * joint_compliance) {
+      std::ostringstream msg;
+      msg << "ali3: alpha = " << options_.alpha << " is weak for h = " << options_.dt << " and bodies up to " << heaviest
+          << " kg (1/alpha should be well below h^2/(4 m) = " << joint_compliance << "); raise alpha to about "
+          << 100.0 / joint_compliance << " if Newton-Raphson diverges";
+      warnings_.push_back(msg.str());
+    }
+  }
+
+  BodyData& body(int i) { return bodies_[static_cast<std::size_t>(i)]; }
+  const BodyData& body(int i) const { return bodies_[static_cast<std::size_t>(i)]; }
+
+  /// The constraint blocks of joint j: its own, then its drivers'; a joint's tree rows stack them
+  /// in this order.
+  const std::vector<int>& blocks_of(int j) const { return blocks_of_[static_cast<std::size_t>(j)]; }
+
+  /// f(block, first row in the joint's tree rows, rows) for every block of joint j.
+  template <class F>
+  void for_each_block(int j, F&& f) const {
+    int at = 0;
+    for (int k : blocks_of(j)) {
+      const int m = blocks_[static_cast<std::size_t>(k)].size();
+      f(k, at, m);
+      at += m;
+    }
+  }
+
+  // Kinematics ------------------------------------------------------------------------------
+  /// Absolute body states (unit quaternions for the constraint equations) from q, qd.
+  void update_states() {
+    parallel_.for_each(n_, [&](int i) {
+      const BodyData& b = body(i);
+      BodyState& s = state_[static_cast<std::size_t>(i)];
+      const Vec4 p = b.q.tail<4>();
+      s.r = b.q.head<3>();
+      s.q = quaternion<double>(p.normalized());
+      s.v = b.qd.head<3>();
+      s.w = 2.0 * E_matrix<double>(p) * b.qd.tail<4>();
+    });
+  }
+
+  void evaluate_all_blocks(double t) {
+    parallel_.for_each(constraints_.block_count(),
+                       [&](int k) { constraints_.evaluate_block(k, t, state_, blocks_[static_cast<std::size_t>(k)]); });
+  }
+
+  /// Evaluates joint j's blocks at (t, state_) and sets r of its tree rows from `rhs` (Phi,
+  /// Phi_t or gamma of a block). With `tangent`, also the rows' Jacobians in 7 coordinates,
+  /// Phi_q = [J_v, 2 J_w E(p)], and their compliance 1/alpha; otherwise the Jacobians the
+  /// elimination matrices were built with are held (modified Newton, projections).
+  template <class Rhs>
+  void joint_rows(int j, double t, bool tangent, Rhs&& rhs) {
+    Rows& jr = rows_[static_cast<std::size_t>(j)];
+    if (core_->sides(j).rows == 0) return;
+    for (int k : blocks_of(j)) constraints_.evaluate_block(k, t, state_, blocks_[static_cast<std::size_t>(k)]);
+    if (tangent) {
+      jr.reset(core_->sides(j).rows);
+      jr.compliance = 1.0 / options_.alpha;
+    }
+    for_each_block(j, [&](int k, int at, int m) {
+      const ConstraintBlock& b = blocks_[static_cast<std::size_t>(k)];
+      if (tangent) {
+        if (b.parent != kGround) jr.G_p.block(at, 0, m, 7) = in_q(b.J_P, b.parent, m);
+        jr.G_c.block(at, 0, m, 7) = in_q(b.J_C, b.child, m);
+      }
+      jr.r.segment(at, m) = rhs(b);
+    });
+  }
+
+  /// A twist Jacobian (m x 6) in a body's 7 coordinates.
+  Eigen::Matrix<double, Eigen::Dynamic, 7, 0, 7, 7> in_q(const ConstraintRows& J, int i, int m) const {
+    Eigen::Matrix<double, Eigen::Dynamic, 7, 0, 7, 7> out(m, 7);
+    out.leftCols<3>() = J.leftCols<3>();
+    out.rightCols<4>().noalias() = 2.0 * J.rightCols<3>() * E_matrix<double>(body(i).q.tail<4>());
+    return out;
+  }
+
+  // Dynamics --------------------------------------------------------------------------------
+  /// M, Q, Psi and the constraint loads Phi_q' lambda of every body at the iterate.
+  void body_dynamics(double t) {
+    loads_.evaluate(t, state_, wrenches_);
+    parallel_.for_each(n_, [&](int i) {
+      BodyData& b = body(i);
+      const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
+      const Vec4 p = b.q.tail<4>(), pd = b.qd.tail<4>();
+      b.M = mass_matrix(model_body.mass, model_body.inertia, p);
+      const Mat34 G = G_matrix<double>(p), Gd = G_matrix<double>(pd);
+      const Vec6& w = wrenches_[static_cast<std::size_t>(i)];
+      b.Q.head<3>() = w.head<3>();
+      b.Q.tail<4>() = 2.0 * E_matrix<double>(p).transpose() * w.tail<3>()  // 2 G' n' = 2 E' n
+                      - 8.0 * Gd.transpose() * model_body.inertia * G * pd;
+      b.psi = 0.5 * (p.squaredNorm() - 1.0);
+      b.constraint_load.setZero();
+    });
+  }
+
+  /// Phi_q' lambda on every body, with the Jacobians of the current iterate (blocks_).
+  void constraint_loads() {
+    parallel_.for_each(n_, [&](int i) {
+      BodyData& b = body(i);
+      b.constraint_load.setZero();
+      for (int j : core_->leaf(i).handles)
+        for (int k : blocks_of(j)) b.constraint_load += block_load(k, i, blocks_[static_cast<std::size_t>(k)]);
+    });
+  }
+
+  /// Phi_q,i' lambda_k: the load of block k on body i in its 7 coordinates.
+  Vec7 block_load(int k, int i, const ConstraintBlock& b) const {
+    const int m = b.size();
+    const auto lambda = lambda_.segment(constraints_.offset(k), m);
+    return in_q(b.parent == i ? b.J_P : b.J_C, i, m).transpose() * lambda;
+  }
+
+  /// The step's tangent of body i: M_c (mass only unless geometric stiffness is asked for) and
+  /// K = (h^2/4) M_cc^-1, M_cc = M_c + (h^2/4) alpha Psi_q' Psi_q (Eq. 23).
+  void tangent(int i, double h) {
+    BodyData& b = body(i);
+    b.M_check = b.M;
+    if (options_.geometric_stiffness) add_geometric_stiffness(i, h);
+    const double s = 0.25 * h * h;
+    Mat7 M_cc = b.M_check;
+    M_cc.bottomRightCorner<4, 4>().noalias() += s * options_.alpha * b.q.tail<4>() * b.q.tail<4>().transpose();
+    Eigen::LLT<Mat7> llt(M_cc);
+    b.K = s * llt.solve(Mat7::Identity());
+  }
+
+  /// (h^2/4) (Phi_qq' lambda + Psi_qq' mu) added to M_c (end of Sect. 4.4): the derivative of the
+  /// body's constraint loads with respect to its own coordinates, by central differences of
+  /// Phi_q' lambda (symmetrised; Psi_qq = [0 0; 0 I] for Psi = (p'p - 1)/2).
+  void add_geometric_stiffness(int i, double h) {
+    BodyData& b = body(i);
+    Mat7 D = Mat7::Zero();
+    ConstraintBlock scratch;
+    for (int c = 0; c < 7; ++c) {
+      const double eps = 1e-6;
+      for (int sign : {1, -1}) {
+        Vec7 q = b.q;
+        q(c) += sign * eps;
+        BodyState moved = state_[static_cast<std::size_t>(i)];
+        moved.r = q.head<3>();
+        moved.q = quaternion<double>(Vec4(q.tail<4>()).normalized());
+        Vec7 load = Vec7::Zero();
+        for (int j : core_->leaf(i).handles)
+          for (int k : blocks_of(j)) {
+            const Joint& joint = model_.joints[static_cast<std::size_t>(j)];
+            const bool parent = joint.parent == i;
+            constraints_.evaluate_block(k, time_of_tangent_, parent ? moved : state_of(state_, joint.parent),
+                                        parent ? state_of(state_, joint.child) : moved, scratch);
+            const int m = scratch.size();
+            Eigen::Matrix<double, Eigen::Dynamic, 7, 0, 7, 7> Jq(m, 7);
+            Jq.leftCols<3>() = (parent ? scratch.J_P : scratch.J_C).leftCols<3>();
+            Jq.rightCols<4>() = 2.0 * (parent ? scratch.J_P : scratch.J_C).rightCols<3>() * E_matrix<double>(Vec4(q.tail<4>()));
+            load.noalias() += Jq.transpose() * lambda_.segment(constraints_.offset(k), m);
+          }
+        D.col(c) += sign * load / (2.0 * eps);
+      }
+    }
+    D.bottomRightCorner<4, 4>().diagonal().array() += b.mu;
+    b.M_check += 0.25 * h * h * 0.5 * (D + D.transpose());
+  }
+
+  void set_leaves(const auto& bias_of) {
+    parallel_.for_each(n_, [&](int i) { body(i).bias = bias_of(body(i)); });
+  }
+
+  /// One pass of the tree: the leaves' K (if `full`) and bias, then the increments delta of every
+  /// body. `full` builds the elimination matrices; otherwise they are held (bias only).
+  void solve_tree(bool full) {
+    auto leaf_in = [&](int i) {
+      auto& node = core_->leaf(i);
+      const BodyData& b = body(i);
+      for (int a = 0; a < node.size(); ++a) {
+        node.b[static_cast<std::size_t>(a)] = b.bias;
+        if (full)
+          for (int c = 0; c < node.size(); ++c) node.k(a, c) = b.K;
+      }
+    };
+    auto leaf_out = [&](int i) {
+      auto& node = core_->leaf(i);
+      BodyData& b = body(i);
+      Vec7 f = Vec7::Zero();
+      for (const auto& fh : node.f) f += fh;
+      b.delta.noalias() = b.K * f;
+      b.delta += b.bias;
+    };
+    if (full) {
+      core_->assemble(rows_, parallel_, leaf_in);
+      core_->connect_base(rows_);
+    } else {
+      core_->assemble_bias(rows_, parallel_, leaf_in);
+      core_->connect_base_bias(rows_);
+    }
+    core_->disassemble(rows_, parallel_, leaf_out);
+  }
+
+  /// lambda += scale * (the tree's multipliers), block by block.
+  void add_multipliers(double scale) {
+    for (int j = 0; j < model_.joint_count(); ++j) {
+      if (core_->sides(j).rows == 0) continue;
+      const auto tree_lambda = core_->multiplier(j);
+      for_each_block(j, [&](int k, int at, int m) {
+        lambda_.segment(constraints_.offset(k), m) += scale * tree_lambda.segment(at, m);
+      });
+    }
+  }
+
+  // The algorithm ---------------------------------------------------------------------------
+  /// Consistent accelerations and multipliers at t0 (Sect. 3.5, step 1): the augmented
+  /// Lagrangian equations M qdd + Phi_q' lambda + Psi_q' mu = Q, Phi_q qdd = gamma,
+  /// mu = alpha (h^2/4) (Psi_q qdd - nu) on the same tree, with hard joint rows.
+  void initialise() {
+    for (int i = 0; i < n_; ++i) {
+      BodyData& b = body(i);
+      const BodyState& s = state_[static_cast<std::size_t>(i)];
+      const Vec4 p = euler_parameters(s.q);
+      b.q << s.r, p;
+      b.qd << s.v, 0.5 * E_matrix<double>(p).transpose() * s.w;
+    }
+    update_states();
+    body_dynamics(t_);
+    const double h = options_.dt, s = 0.25 * h * h;
+    parallel_.for_each(n_, [&](int i) { tangent(i, h); });
+    parallel_.for_each(model_.joint_count(), [&](int j) {
+      joint_rows(j, t_, true, [](const ConstraintBlock& b) { return b.gamma; });
+      rows_[static_cast<std::size_t>(j)].compliance = 0.0;  // hard rows: exact consistency
+    });
+    set_leaves([&](const BodyData& b) -> Vec7 {
+      Vec7 Q = b.Q;
+      Q.tail<4>() -= s * options_.alpha * b.qd.tail<4>().squaredNorm() * b.q.tail<4>();  // Psi_q' alpha nu, nu = -pd'pd
+      return (b.K * Q) / s;
+    });
+    solve_tree(true);
+    for (int i = 0; i < n_; ++i) {
+      BodyData& b = body(i);
+      b.qdd = b.delta;
+      b.mu = s * options_.alpha * (b.q.tail<4>().dot(b.qdd.tail<4>()) + b.qd.tail<4>().squaredNorm());
+    }
+    lambda_.setZero();
+    add_multipliers(-s);
+    if (core_->any_singular())
+      warnings_.push_back("ali3: the initial constraint Jacobian is rank deficient; minimum-norm initial multipliers");
+    check_finite("the initial accelerations");
+  }
+
+  void step(double h) {
+    const double t = t_ + h;
+    for (auto& b : bodies_) {
+      b.q_bar = b.q;
+      b.qd_bar = b.qd;
+      b.qdd_bar = b.qdd;
+    }
+    timer_.start();
+    newton(t, h);
+    timer_.mark(0);
+    if (options_.project_velocities) project_velocities(t, h);
+    timer_.mark(1);
+    if (options_.project_accelerations) project_accelerations(t, h);
+    timer_.mark(2);
+    t_ = t;
+    ++stats_.steps;
+    check_finite("the step");
+  }
+
+  /// Step 3 of Sect. 3.5: modified Newton-Raphson with the tangent held from the first iteration.
+  void newton(double t, double h) {
+    parallel_.for_each(n_, [&](int i) {  // predictor (Sect. 3.2)
+      BodyData& b = body(i);
+      b.q = b.q_bar + h * b.qd_bar + 0.5 * h * h * b.qdd_bar;
+      trapezoidal_rates(b, h);
+    });
+    double norm = 0.0;
+    for (int k = 0; k < options_.newton_max; ++k) {
+      const bool first = k == 0;
+      update_states();
+      body_dynamics(t);
+      parallel_.for_each(model_.joint_count(),
+                         [&](int j) { joint_rows(j, t, first, [](const ConstraintBlock& b) { return -b.phi; }); });
+      constraint_loads();
+      if (first) {
+        time_of_tangent_ = t;
+        parallel_.for_each(n_, [&](int i) { tangent(i, h); });
+      }
+      set_leaves([&](const BodyData& b) -> Vec7 {  // delta_3 (Eq. 27), penalty term as in ali3.hpp
+        Vec7 g = b.M * b.qdd + b.constraint_load - b.Q;
+        g.tail<4>() += (b.mu + options_.alpha * b.psi) * b.q.tail<4>();
+        return -(b.K * g);
+      });
+      solve_tree(first);
+      norm = apply_newton_increment(h);
+      ++stats_.newton_iterations;
+      if (!std::isfinite(norm)) break;
+      if (norm < options_.newton_tol) break;
+    }
+    if (!std::isfinite(norm) || norm > options_.divergence) {
+      std::ostringstream msg;
+      msg << "ali3: Newton-Raphson diverged in the step to t = " << t << " (||Delta q|| = " << norm
+          << " after " << options_.newton_max << " iterations; alpha = " << options_.alpha << ", h = " << h
+          << "): try a larger alpha, a smaller step or more iterations";
+      throw SimulationError(t, msg.str());
+    }
+    last_newton_norm_ = norm;
+  }
+
+  /// q += Delta q, lambda += Delta lambda, mu += alpha (Psi + Psi_q Delta q) (Eq. 21); qd, qdd by
+  /// Eqs. 15-16. Returns ||Delta q||.
+  double apply_newton_increment(double h) {
+    double sum = 0.0;
+    for (int i = 0; i < n_; ++i) {
+      BodyData& b = body(i);
+      b.mu += options_.alpha * (b.psi + b.q.tail<4>().dot(b.delta.tail<4>()));
+      b.q += b.delta;
+      trapezoidal_rates(b, h);
+      sum += b.delta.squaredNorm();
+    }
+    add_multipliers(-1.0);  // Delta lambda = -(the tree's multipliers): f = -Phi_q' Delta lambda
+    return std::sqrt(sum);
+  }
+
+  /// qd = 2/h (q - q_bar) - qd_bar, qdd = 4/h^2 (q - q_bar) - 4/h qd_bar - qdd_bar (Eqs. 15-16).
+  static void trapezoidal_rates(BodyData& b, double h) {
+    b.qd = 2.0 / h * (b.q - b.q_bar) - b.qd_bar;
+    b.qdd = 4.0 / (h * h) * (b.q - b.q_bar) - 4.0 / h * b.qd_bar - b.qdd_bar;
+  }
+
+  /// Step 4: M_cc qd + (h^2/4) Phi_q' sigma = M_c qd*, sigma = alpha Phi_dot (Eqs. 40-54).
+  void project_velocities(double t, double h) {
+    const double s = 0.25 * h * h;
+    update_states();
+    parallel_.for_each(model_.joint_count(),
+                       [&](int j) { joint_rows(j, t, false, [](const ConstraintBlock& b) { return -b.phi_t; }); });
+    set_leaves([&](const BodyData& b) -> Vec7 { return (b.K * (b.M_check * b.qd)) / s; });  // theta (Eq. 45)
+    solve_tree(false);
+    for (auto& b : bodies_) b.qd = b.delta;
+    ++stats_.projections;
+  }
+
+  /// Step 5: M_cc qdd + (h^2/4) Phi_q' kappa = M_c qdd* + (h^2/4) Psi_q' alpha nu,
+  /// kappa = alpha (Phi_q qdd - gamma) (Eqs. 55-69).
+  void project_accelerations(double t, double h) {
+    const double s = 0.25 * h * h;
+    update_states();
+    parallel_.for_each(model_.joint_count(),
+                       [&](int j) { joint_rows(j, t, false, [](const ConstraintBlock& b) { return b.gamma; }); });
+    set_leaves([&](const BodyData& b) -> Vec7 {  // xi (Eq. 60)
+      Vec7 x = b.M_check * b.qdd;
+      x.tail<4>() -= s * options_.alpha * b.qd.tail<4>().squaredNorm() * b.q.tail<4>();
+      return (b.K * x) / s;
+    });
+    solve_tree(false);
+    for (auto& b : bodies_) b.qdd = b.delta;
+    ++stats_.projections;
+  }
+
+  void check_finite(const char* what) const {
+    for (int i = 0; i < n_; ++i) {
+      const BodyData& b = body(i);
+      if (!b.q.allFinite() || !b.qd.allFinite() || !b.qdd.allFinite())
+        throw SimulationError(t_, std::string("ali3: non-finite state of body '") +
+                                      model_.bodies[static_cast<std::size_t>(i)].name + "' after " + what);
+    }
+  }
+
+  const Model& model_;
+  Ali3Options options_;
+  const int n_;
+  ConstraintSet constraints_;
+  Topology topology_;
+  AssemblyTree tree_;
+  AppliedLoads loads_;
+  Parallel parallel_;
+  StageTimer timer_;
+  SystemState state_;
+  std::vector<BodyData> bodies_;
+  std::vector<ConstraintBlock> blocks_;
+  std::vector<std::vector<int>> blocks_of_;  // per joint
+  std::vector<Vec6> wrenches_;
+  std::unique_ptr<Tree> core_;
+  std::vector<Rows> rows_;
+  Eigen::VectorXd lambda_;
+  double t_ = 0.0;
+  double time_of_tangent_ = 0.0;
+  double last_newton_norm_ = 0.0;
+  SolverStats stats_;
+  std::vector<std::string> warnings_;
+};
+
+}  // namespace
+
+std::unique_ptr<Formulation> make_ali3(const Model& model, const Ali3Options& options) {
+  return std::make_unique<Ali3>(model, options);
+}
+
+}  // namespace treedyn
