@@ -204,7 +204,6 @@ typename Engine<Kin>::Vec Engine<Kin>::tree_load(const Incidence& x, int b) cons
 /// once the rates of the joint loads are taken out (hdca.hpp, "second stage").
 template <class Kin>
 void Engine<Kin>::momentum_residual(int b) {
-  const Point& r = kin_.com(b);
   const Vec& V = V_[static_cast<std::size_t>(b)];
   Vec R = kin_.applied(b);
   for (const Incidence& x : incidences_[static_cast<std::size_t>(b)]) {
