@@ -23,6 +23,7 @@ using Rows = dc::JointRows<double, 7>;
 /// Per body: the trapezoidal state and the step's held tangent.
 struct BodyData {
   Vec7 q, qd, qdd;               // current iterate (Eqs. 15-16 keep qd, qdd tied to q)
+  Vec7 qdd_projected;            // after the acceleration projection (what is reported)
   Vec7 q_bar, qd_bar, qdd_bar;   // at the start of the step
   double mu = 0.0;               // normalisation multiplier
   double psi = 0.0;              // Psi = (p'p - 1)/2 at the iterate
@@ -108,8 +109,8 @@ class Ali3 final : public Formulation {
     for (int i = 0; i < n_; ++i) {
       const BodyData& b = body(i);
       BodyState& s = out.bodies[static_cast<std::size_t>(i)];
-      s.a = b.qdd.head<3>();
-      s.alpha = 2.0 * E_matrix<double>(b.q.tail<4>()) * b.qdd.tail<4>();  // Edot pd = 0
+      s.a = b.qdd_projected.head<3>();
+      s.alpha = 2.0 * E_matrix<double>(b.q.tail<4>()) * b.qdd_projected.tail<4>();  // Edot pd = 0
     }
     evaluate_all_blocks(t_);
     reactions_from_multipliers(constraints_, blocks_, lambda_, state_, out);
@@ -366,7 +367,7 @@ class Ali3 final : public Formulation {
     solve_tree(true);
     for (int i = 0; i < n_; ++i) {
       BodyData& b = body(i);
-      b.qdd = b.delta;
+      b.qdd = b.qdd_projected = b.delta;
       b.mu = s * options_.alpha * (b.q.tail<4>().dot(b.qdd.tail<4>()) + b.qd.tail<4>().squaredNorm());
     }
     lambda_.setZero();
@@ -389,6 +390,8 @@ class Ali3 final : public Formulation {
     if (options_.project_velocities) project_velocities(t, h);
     timer_.mark(1);
     if (options_.project_accelerations) project_accelerations(t, h);
+    else
+      for (auto& b : bodies_) b.qdd_projected = b.qdd;
     timer_.mark(2);
     t_ = t;
     ++stats_.steps;
@@ -481,7 +484,10 @@ class Ali3 final : public Formulation {
       return (b.K * x) / s;
     });
     solve_tree(false);
-    for (auto& b : bodies_) b.qdd = b.delta;
+    for (auto& b : bodies_) {
+      b.qdd_projected = b.delta;
+      if (options_.feed_back_accelerations) b.qdd = b.delta;
+    }
     ++stats_.projections;
   }
 
