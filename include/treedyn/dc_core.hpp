@@ -164,12 +164,14 @@ class HandleTree {
     return it != n.handles.end() && *it == joint ? static_cast<int>(it - n.handles.begin()) : -1;
   }
 
-  /// Leaves' K and b must be filled; rows[j] holds every joint's rows. Runs the assembly, the
-  /// base connection and the disassembly: afterwards every node's f holds its handle loads.
-  void solve(const std::vector<JointRows<S, Dim>>& rows, const Parallel& parallel) {
-    assemble(rows, parallel, [](int) {});
+  /// The assembly, the base connection and the disassembly in one call (for formulations that do
+  /// not time them separately): leaf_in(body) fills a leaf's K and b, leaf_out(body) reads its
+  /// handle loads f. rows[j] holds every joint's rows.
+  template <class LeafIn, class LeafOut>
+  void solve(const std::vector<JointRows<S, Dim>>& rows, const Parallel& parallel, LeafIn&& leaf_in, LeafOut&& leaf_out) {
+    assemble(rows, parallel, leaf_in);
     connect_base(rows);
-    disassemble(rows, parallel, [](int) {});
+    disassemble(rows, parallel, leaf_out);
   }
 
   /// The three passes of solve(), for formulations that time them separately. assemble() calls
@@ -196,6 +198,14 @@ class HandleTree {
     parallel.assemble(*tree_, [&](int id) { leaf(tree_->node(id).body); }, [&](int id) { assemble_bias_node(id, rows); });
   }
   void connect_base_bias(const std::vector<JointRows<S, Dim>>& rows);
+  /// solve() with the elimination matrices held: leaf_in(body) fills only a leaf's b.
+  template <class LeafIn, class LeafOut>
+  void solve_bias(const std::vector<JointRows<S, Dim>>& rows, const Parallel& parallel, LeafIn&& leaf_in,
+                  LeafOut&& leaf_out) {
+    assemble_bias(rows, parallel, leaf_in);
+    connect_base_bias(rows);
+    disassemble(rows, parallel, leaf_out);
+  }
 
   /// True if the last solve met a singular elimination matrix somewhere.
   bool any_singular() const;

@@ -27,8 +27,6 @@ struct BodyData {
   Vec7 q_bar, qd_bar, qdd_bar;   // at the start of the step
   double mu = 0.0;               // normalisation multiplier
   double psi = 0.0;              // Psi = (p'p - 1)/2 at the iterate
-  Vec7 g = Vec7::Zero();         // residual of the equations of motion (Eqs. 12-13)
-  Vec7 constraint_load = Vec7::Zero();  // Phi_q' lambda on this body
   Mat7 M = Mat7::Zero();         // mass matrix (Eq. 7) at the iterate
   Vec7 Q = Vec7::Zero();         // generalized forces (Eq. 8) at the iterate
   Mat7 M_check = Mat7::Zero();   // M_c, held for the step
@@ -195,23 +193,23 @@ class Ali3 final : public Formulation {
     for_each_block(j, [&](int k, int at, int m) {
       const ConstraintBlock& b = blocks_[static_cast<std::size_t>(k)];
       if (tangent) {
-        if (b.parent != kGround) jr.G_p.block(at, 0, m, 7) = in_q(b.J_P, b.parent, m);
-        jr.G_c.block(at, 0, m, 7) = in_q(b.J_C, b.child, m);
+        if (b.parent != kGround) jr.G_p.block(at, 0, m, 7) = in_q(b.J_P, body(b.parent).q.tail<4>(), m);
+        jr.G_c.block(at, 0, m, 7) = in_q(b.J_C, body(b.child).q.tail<4>(), m);
       }
       jr.r.segment(at, m) = rhs(b);
     });
   }
 
-  /// A twist Jacobian (m x 6) in a body's 7 coordinates.
-  Eigen::Matrix<double, Eigen::Dynamic, 7, 0, 7, 7> in_q(const ConstraintRows& J, int i, int m) const {
+  /// A twist Jacobian (m x 6) in the 7 coordinates of a body with Euler parameters p.
+  static Eigen::Matrix<double, Eigen::Dynamic, 7, 0, 7, 7> in_q(const ConstraintRows& J, const Vec4& p, int m) {
     Eigen::Matrix<double, Eigen::Dynamic, 7, 0, 7, 7> out(m, 7);
     out.leftCols<3>() = J.leftCols<3>();
-    out.rightCols<4>().noalias() = 2.0 * J.rightCols<3>() * E_matrix<double>(body(i).q.tail<4>());
+    out.rightCols<4>().noalias() = 2.0 * J.rightCols<3>() * E_matrix<double>(p);
     return out;
   }
 
   // Dynamics --------------------------------------------------------------------------------
-  /// M, Q, Psi and the constraint loads Phi_q' lambda of every body at the iterate.
+  /// M, Q and Psi of every body at the iterate.
   void body_dynamics(double t) {
     loads_.evaluate(t, state_, wrenches_);
     parallel_.for_each(n_, [&](int i) {
@@ -225,33 +223,29 @@ class Ali3 final : public Formulation {
       b.Q.tail<4>() = 2.0 * E_matrix<double>(p).transpose() * w.tail<3>()  // 2 G' n' = 2 E' n
                       - 8.0 * Gd.transpose() * model_body.inertia * G * pd;
       b.psi = 0.5 * (p.squaredNorm() - 1.0);
-      b.constraint_load.setZero();
     });
   }
 
-  /// Phi_q' lambda on every body, with the Jacobians of the current iterate (blocks_).
-  void constraint_loads() {
-    parallel_.for_each(n_, [&](int i) {
-      BodyData& b = body(i);
-      b.constraint_load.setZero();
-      for (int j : core_->leaf(i).handles)
-        for (int k : blocks_of(j)) b.constraint_load += block_load(k, i, blocks_[static_cast<std::size_t>(k)]);
-    });
-  }
-
-  /// Phi_q,i' lambda_k: the load of block k on body i in its 7 coordinates.
-  Vec7 block_load(int k, int i, const ConstraintBlock& b) const {
-    const int m = b.size();
-    const auto lambda = lambda_.segment(constraints_.offset(k), m);
-    return in_q(b.parent == i ? b.J_P : b.J_C, i, m).transpose() * lambda;
+  /// Phi_q' lambda on body i in its 7 coordinates, with the Jacobians of the current iterate
+  /// (blocks_).
+  Vec7 constraint_load(int i) const {
+    Vec7 load = Vec7::Zero();
+    for (int j : core_->leaf(i).handles)
+      for (int k : blocks_of(j)) {
+        const ConstraintBlock& b = blocks_[static_cast<std::size_t>(k)];
+        const int m = b.size();
+        load.noalias() += in_q(b.parent == i ? b.J_P : b.J_C, body(i).q.tail<4>(), m).transpose() *
+                          lambda_.segment(constraints_.offset(k), m);
+      }
+    return load;
   }
 
   /// The step's tangent of body i: M_c (mass only unless geometric stiffness is asked for) and
   /// K = (h^2/4) M_cc^-1, M_cc = M_c + (h^2/4) alpha Psi_q' Psi_q (Eq. 23).
-  void tangent(int i, double h) {
+  void tangent(int i, double t, double h) {
     BodyData& b = body(i);
     b.M_check = b.M;
-    if (options_.geometric_stiffness) add_geometric_stiffness(i, h);
+    if (options_.geometric_stiffness) add_geometric_stiffness(i, t, h);
     const double s = 0.25 * h * h;
     Mat7 M_cc = b.M_check;
     M_cc.bottomRightCorner<4, 4>().noalias() += s * options_.alpha * b.q.tail<4>() * b.q.tail<4>().transpose();
@@ -262,7 +256,7 @@ class Ali3 final : public Formulation {
   /// (h^2/4) (Phi_qq' lambda + Psi_qq' mu) added to M_c (end of Sect. 4.4): the derivative of the
   /// body's constraint loads with respect to its own coordinates, by central differences of
   /// Phi_q' lambda (symmetrised; Psi_qq = [0 0; 0 I] for Psi = (p'p - 1)/2).
-  void add_geometric_stiffness(int i, double h) {
+  void add_geometric_stiffness(int i, double t, double h) {
     BodyData& b = body(i);
     Mat7 D = Mat7::Zero();
     ConstraintBlock scratch;
@@ -279,13 +273,11 @@ class Ali3 final : public Formulation {
           for (int k : blocks_of(j)) {
             const Joint& joint = model_.joints[static_cast<std::size_t>(j)];
             const bool parent = joint.parent == i;
-            constraints_.evaluate_block(k, time_of_tangent_, parent ? moved : state_of(state_, joint.parent),
+            constraints_.evaluate_block(k, t, parent ? moved : state_of(state_, joint.parent),
                                         parent ? state_of(state_, joint.child) : moved, scratch);
             const int m = scratch.size();
-            Eigen::Matrix<double, Eigen::Dynamic, 7, 0, 7, 7> Jq(m, 7);
-            Jq.leftCols<3>() = (parent ? scratch.J_P : scratch.J_C).leftCols<3>();
-            Jq.rightCols<4>() = 2.0 * (parent ? scratch.J_P : scratch.J_C).rightCols<3>() * E_matrix<double>(Vec4(q.tail<4>()));
-            load.noalias() += Jq.transpose() * lambda_.segment(constraints_.offset(k), m);
+            load.noalias() += in_q(parent ? scratch.J_P : scratch.J_C, q.tail<4>(), m).transpose() *
+                              lambda_.segment(constraints_.offset(k), m);
           }
         D.col(c) += sign * load / (2.0 * eps);
       }
@@ -294,16 +286,16 @@ class Ali3 final : public Formulation {
     b.M_check += 0.25 * h * h * 0.5 * (D + D.transpose());
   }
 
-  void set_leaves(const auto& bias_of) {
-    parallel_.for_each(n_, [&](int i) { body(i).bias = bias_of(body(i)); });
-  }
-
-  /// One pass of the tree: the leaves' K (if `full`) and bias, then the increments delta of every
-  /// body. `full` builds the elimination matrices; otherwise they are held (bias only).
-  void solve_tree(bool full) {
+  /// One pass of the tree, giving the increments delta of every body. With `full` each leaf first
+  /// builds the step's tangent at (t, h) and the pass builds the elimination matrices; otherwise
+  /// they are held (bias only). bias_of(i) is body i's b (it may read its K).
+  template <class Bias>
+  void solve_tree(bool full, double t, double h, Bias&& bias_of) {
     auto leaf_in = [&](int i) {
       auto& node = core_->leaf(i);
-      const BodyData& b = body(i);
+      BodyData& b = body(i);
+      if (full) tangent(i, t, h);
+      b.bias = bias_of(i);
       for (int a = 0; a < node.size(); ++a) {
         node.b[static_cast<std::size_t>(a)] = b.bias;
         if (full)
@@ -318,14 +310,8 @@ class Ali3 final : public Formulation {
       b.delta.noalias() = b.K * f;
       b.delta += b.bias;
     };
-    if (full) {
-      core_->assemble(rows_, parallel_, leaf_in);
-      core_->connect_base(rows_);
-    } else {
-      core_->assemble_bias(rows_, parallel_, leaf_in);
-      core_->connect_base_bias(rows_);
-    }
-    core_->disassemble(rows_, parallel_, leaf_out);
+    if (full) core_->solve(rows_, parallel_, leaf_in, leaf_out);
+    else core_->solve_bias(rows_, parallel_, leaf_in, leaf_out);
   }
 
   /// lambda += scale * (the tree's multipliers), block by block.
@@ -354,17 +340,16 @@ class Ali3 final : public Formulation {
     update_states();
     body_dynamics(t_);
     const double h = options_.dt, s = 0.25 * h * h;
-    parallel_.for_each(n_, [&](int i) { tangent(i, h); });
     parallel_.for_each(model_.joint_count(), [&](int j) {
       joint_rows(j, t_, true, [](const ConstraintBlock& b) { return b.gamma; });
       rows_[static_cast<std::size_t>(j)].compliance = 0.0;  // hard rows: exact consistency
     });
-    set_leaves([&](const BodyData& b) -> Vec7 {
+    solve_tree(true, t_, h, [&](int i) -> Vec7 {
+      const BodyData& b = body(i);
       Vec7 Q = b.Q;
       Q.tail<4>() -= s * options_.alpha * b.qd.tail<4>().squaredNorm() * b.q.tail<4>();  // Psi_q' alpha nu, nu = -pd'pd
       return (b.K * Q) / s;
     });
-    solve_tree(true);
     for (int i = 0; i < n_; ++i) {
       BodyData& b = body(i);
       b.qdd = b.qdd_projected = b.delta;
@@ -412,17 +397,12 @@ class Ali3 final : public Formulation {
       body_dynamics(t);
       parallel_.for_each(model_.joint_count(),
                          [&](int j) { joint_rows(j, t, first, [](const ConstraintBlock& b) { return -b.phi; }); });
-      constraint_loads();
-      if (first) {
-        time_of_tangent_ = t;
-        parallel_.for_each(n_, [&](int i) { tangent(i, h); });
-      }
-      set_leaves([&](const BodyData& b) -> Vec7 {  // delta_3 (Eq. 27), penalty term as in ali3.hpp
-        Vec7 g = b.M * b.qdd + b.constraint_load - b.Q;
+      solve_tree(first, t, h, [&](int i) -> Vec7 {  // delta_3 (Eq. 27), penalty term as in ali3.hpp
+        const BodyData& b = body(i);
+        Vec7 g = b.M * b.qdd + constraint_load(i) - b.Q;  // Eqs. 12-13
         g.tail<4>() += (b.mu + options_.alpha * b.psi) * b.q.tail<4>();
         return -(b.K * g);
       });
-      solve_tree(first);
       norm = apply_newton_increment(h);
       ++stats_.newton_iterations;
       if (!std::isfinite(norm)) break;
@@ -435,7 +415,6 @@ class Ali3 final : public Formulation {
           << "): try a larger alpha, a smaller step or more iterations";
       throw SimulationError(t, msg.str());
     }
-    last_newton_norm_ = norm;
   }
 
   /// q += Delta q, lambda += Delta lambda, mu += alpha (Psi + Psi_q Delta q) (Eq. 21); qd, qdd by
@@ -465,8 +444,10 @@ class Ali3 final : public Formulation {
     update_states();
     parallel_.for_each(model_.joint_count(),
                        [&](int j) { joint_rows(j, t, false, [](const ConstraintBlock& b) { return -b.phi_t; }); });
-    set_leaves([&](const BodyData& b) -> Vec7 { return (b.K * (b.M_check * b.qd)) / s; });  // theta (Eq. 45)
-    solve_tree(false);
+    solve_tree(false, t, h, [&](int i) -> Vec7 {  // theta (Eq. 45)
+      const BodyData& b = body(i);
+      return (b.K * (b.M_check * b.qd)) / s;
+    });
     for (auto& b : bodies_) b.qd = b.delta;
     ++stats_.projections;
   }
@@ -478,12 +459,12 @@ class Ali3 final : public Formulation {
     update_states();
     parallel_.for_each(model_.joint_count(),
                        [&](int j) { joint_rows(j, t, false, [](const ConstraintBlock& b) { return b.gamma; }); });
-    set_leaves([&](const BodyData& b) -> Vec7 {  // xi (Eq. 60)
+    solve_tree(false, t, h, [&](int i) -> Vec7 {  // xi (Eq. 60)
+      const BodyData& b = body(i);
       Vec7 x = b.M_check * b.qdd;
       x.tail<4>() -= s * options_.alpha * b.qd.tail<4>().squaredNorm() * b.q.tail<4>();
       return (b.K * x) / s;
     });
-    solve_tree(false);
     for (auto& b : bodies_) {
       b.qdd_projected = b.delta;
       if (options_.feed_back_accelerations) b.qdd = b.delta;
@@ -518,8 +499,6 @@ class Ali3 final : public Formulation {
   std::vector<Rows> rows_;
   Eigen::VectorXd lambda_;
   double t_ = 0.0;
-  double time_of_tangent_ = 0.0;
-  double last_newton_norm_ = 0.0;
   SolverStats stats_;
   std::vector<std::string> warnings_;
 };
