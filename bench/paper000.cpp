@@ -29,15 +29,6 @@ namespace {
 
 using namespace treedyn;
 
-struct Series : SampleSink {
-  std::vector<Snapshot> snapshots;
-  std::vector<MetricsSample> metrics;
-  void write(const Snapshot& s, const MetricsSample& m, const SolverStats&) override {
-    snapshots.push_back(s);
-    metrics.push_back(m);
-  }
-};
-
 FormulationSettings ali3(double alpha, int newton_max, bool project_accelerations = true, int threads = 1) {
   FormulationSettings s;
   s.dt = 0.01;
@@ -69,7 +60,7 @@ void small_model(const std::string& models, const std::string& name, double t_en
   const Model model = read_model_file(models + "/" + name + ".json");
   FormulationSettings reference;
   reference.rtol = reference.atol = 1e-10;
-  Series a, r;
+  Recording a, r;
   const SimulationResult ra = run(model, "ali3", ali3(1e6, newton_max), t_end, 0.05, &a);
   run(model, "reference", reference, t_end, 0.05, &r);
   std::ofstream csv(output + "/" + name + ".csv");
@@ -109,7 +100,7 @@ void chain128(const std::string& models, const std::string& output, std::ostream
         "max position error [m] |\n|---|---:|---|---:|---:|---:|---:|\n";
   for (bool accelerations : {true, false})
     for (double alpha : {1e6, 1e7, 1e8, 1e9}) {
-      Series s;
+      Recording s;
       const SimulationResult r = run(model, "ali3", ali3(alpha, 3, accelerations), 10.0, 0.05, &s);
       const auto lowest = std::min_element(s.metrics.begin(), s.metrics.end(),
                                            [](const MetricsSample& a, const MetricsSample& b) { return a.total < b.total; });

@@ -25,6 +25,16 @@ class SampleSink {
   virtual void write(const Snapshot& snapshot, const MetricsSample& metrics, const SolverStats& stats) = 0;
 };
 
+/// A sink that keeps every sample in memory (tests, studies).
+struct Recording : SampleSink {
+  std::vector<Snapshot> snapshots;
+  std::vector<MetricsSample> metrics;
+  void write(const Snapshot& s, const MetricsSample& m, const SolverStats&) override {
+    snapshots.push_back(s);
+    metrics.push_back(m);
+  }
+};
+
 struct SimulationResult {
   std::string status = "ok";  // "ok" or "failed"
   std::string message;

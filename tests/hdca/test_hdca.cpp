@@ -81,10 +81,7 @@ TEST(Hdca, MatchesDcaOnATreeAndCoupledLoops) {
 }
 
 TEST(Hdca, PlanarDoublePendulumMatchesLagrangeEquations) {
-  const test::DoublePendulumCase c;
-  test::Recorder rec;
-  ASSERT_TRUE(test::simulate(test::double_pendulum_model(c), "hdca", tolerance(1e-12), 5.0, 0.5, &rec).ok());
-  EXPECT_LT(test::max_deviation_from_lagrange(rec, c), 1e-7);
+  test::expect_double_pendulum_matches_lagrange("hdca", tolerance(1e-12), 1e-7);
 }
 
 // p = M(q) v = dT/dv (paper 001, Eq. 5): the initial momenta against central differences of the

@@ -63,11 +63,7 @@ TEST(Reference, PendulumHasItsSmallAnglePeriod) {
 // Planar double pendulum against Lagrange's equations in the two link angles (written out in
 // tests/support), integrated independently with RK4 at h = 1e-4: positions agree to 1e-7 over 5 s.
 TEST(Reference, PlanarDoublePendulumMatchesLagrangeEquations) {
-  const test::DoublePendulumCase c;
-  test::Recorder rec;
-  const auto r = test::simulate(test::double_pendulum_model(c), "reference", tight(1e-12), 5.0, 0.5, &rec);
-  ASSERT_TRUE(r.ok()) << r.message;
-  EXPECT_LT(test::max_deviation_from_lagrange(rec, c), 1e-7);
+  test::expect_double_pendulum_matches_lagrange("reference", tight(1e-12), 1e-7);
 }
 
 // Released from horizontal at rest: angular acceleration alpha = m g d / I_O, so the pin pushes up

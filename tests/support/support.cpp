@@ -224,4 +224,13 @@ void expect_refused(const Model& model, const std::string& formulation, const Fo
   }
 }
 
+void expect_double_pendulum_matches_lagrange(const std::string& formulation, const FormulationSettings& settings,
+                                             double bound) {
+  const DoublePendulumCase c;
+  Recorder rec;
+  const auto r = simulate(double_pendulum_model(c), formulation, settings, 5.0, 0.5, &rec);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_LT(max_deviation_from_lagrange(rec, c), bound);
+}
+
 }  // namespace treedyn::test

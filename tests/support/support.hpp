@@ -38,14 +38,7 @@ Eigen::Vector4d double_pendulum_rate(const Eigen::Vector4d& s, double m, double 
 namespace treedyn::test {
 
 /// Keeps every sample of a run in memory.
-struct Recorder : SampleSink {
-  std::vector<Snapshot> snapshots;
-  std::vector<MetricsSample> metrics;
-  void write(const Snapshot& s, const MetricsSample& m, const SolverStats&) override {
-    snapshots.push_back(s);
-    metrics.push_back(m);
-  }
-};
+using Recorder = Recording;
 
 /// Runs `formulation` on `model` to t_end with samples every dt, recording them.
 SimulationResult simulate(const Model& model, const std::string& formulation, const FormulationSettings& settings,
@@ -95,5 +88,10 @@ void expect_refused(const Model& model, const std::string& formulation, const Fo
 /// Largest distance of the recorded link centres from Lagrange's solution (double_pendulum_rate,
 /// released at rest, integrated by RK4 at h = 1e-4 between the recorded times).
 double max_deviation_from_lagrange(const Recorder& recording, const DoublePendulumCase& c);
+
+/// Runs `formulation` on the default DoublePendulumCase for 5 s (samples every 0.5 s) and expects
+/// the run to succeed and its link centres to stay within `bound` of Lagrange's solution.
+void expect_double_pendulum_matches_lagrange(const std::string& formulation, const FormulationSettings& settings,
+                                             double bound);
 
 }  // namespace treedyn::test
