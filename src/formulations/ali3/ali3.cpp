@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "../common/joint_blocks.hpp"
 #include "../common/reactions.hpp"
 #include "treedyn/dc_core.hpp"
 #include "treedyn/errors.hpp"
@@ -51,6 +52,7 @@ class Ali3 final : public Formulation {
         options_(options),
         n_(model.body_count()),
         constraints_(model),
+        joint_blocks_(model, constraints_, 7, "ali3"),
         topology_(model),
         tree_(model, topology_),
         loads_(model),
@@ -59,22 +61,11 @@ class Ali3 final : public Formulation {
         state_(initial_state(model)),
         bodies_(static_cast<std::size_t>(n_)),
         blocks_(static_cast<std::size_t>(constraints_.block_count())),
-        blocks_of_(model.joints.size()),
         wrenches_(static_cast<std::size_t>(n_)),
         lambda_(Eigen::VectorXd::Zero(constraints_.rows())) {
     check(options);
-    for (int k = 0; k < constraints_.block_count(); ++k)
-      blocks_of_[static_cast<std::size_t>(constraints_.joint_of_block(k))].push_back(k);
     constraints_.evaluate(0.0, state_, blocks_);
-    std::vector<dc::JointSides> sides(model.joints.size());
-    for (int j = 0; j < model.joint_count(); ++j) {
-      const Joint& joint = model.joints[static_cast<std::size_t>(j)];
-      int rows = 0;
-      for (int k : blocks_of(j)) rows += blocks_[static_cast<std::size_t>(k)].size();
-      if (rows > 7) throw std::invalid_argument("ali3: joint '" + joint.name + "' with its drivers has more than 7 equations");
-      sides[static_cast<std::size_t>(j)] = {joint.parent, joint.child, rows};
-    }
-    core_ = std::make_unique<Tree>(tree_, std::move(sides));
+    core_ = std::make_unique<Tree>(tree_, joint_blocks_.sides());
     rows_.resize(model.joints.size());
     for (const auto& f : model.frictions)
       warnings_.push_back("ali3: Coulomb friction '" + f.name + "' is ignored (not supported by this formulation)");
@@ -143,21 +134,6 @@ class Ali3 final : public Formulation {
   BodyData& body(int i) { return bodies_[static_cast<std::size_t>(i)]; }
   const BodyData& body(int i) const { return bodies_[static_cast<std::size_t>(i)]; }
 
-  /// The constraint blocks of joint j: its own, then its drivers'; a joint's tree rows stack them
-  /// in this order.
-  const std::vector<int>& blocks_of(int j) const { return blocks_of_[static_cast<std::size_t>(j)]; }
-
-  /// f(block, first row in the joint's tree rows, rows) for every block of joint j.
-  template <class F>
-  void for_each_block(int j, F&& f) const {
-    int at = 0;
-    for (int k : blocks_of(j)) {
-      const int m = blocks_[static_cast<std::size_t>(k)].size();
-      f(k, at, m);
-      at += m;
-    }
-  }
-
   // Kinematics ------------------------------------------------------------------------------
   /// Absolute body states (unit quaternions for the constraint equations) from q, qd.
   void update_states() {
@@ -184,20 +160,14 @@ class Ali3 final : public Formulation {
   template <class Rhs>
   void joint_rows(int j, double t, bool tangent, Rhs&& rhs) {
     Rows& jr = rows_[static_cast<std::size_t>(j)];
-    if (core_->sides(j).rows == 0) return;
-    for (int k : blocks_of(j)) constraints_.evaluate_block(k, t, state_, blocks_[static_cast<std::size_t>(k)]);
-    if (tangent) {
-      jr.reset(core_->sides(j).rows);
-      jr.compliance = 1.0 / options_.alpha;
-    }
-    for_each_block(j, [&](int k, int at, int m) {
-      const ConstraintBlock& b = blocks_[static_cast<std::size_t>(k)];
-      if (tangent) {
-        if (b.parent != kGround) jr.G_p.block(at, 0, m, 7) = in_q(b.J_P, body(b.parent).q.tail<4>(), m);
-        jr.G_c.block(at, 0, m, 7) = in_q(b.J_C, body(b.child).q.tail<4>(), m);
-      }
-      jr.r.segment(at, m) = rhs(b);
-    });
+    joint_blocks_.evaluate(j, t, state_, blocks_);
+    if (tangent) jr.compliance = 1.0 / options_.alpha;
+    joint_blocks_.fill(j, tangent, blocks_, jr, to_q(), rhs);
+  }
+
+  /// Maps a body's twist Jacobian rows to its 7 coordinates at the current iterate.
+  auto to_q() const {
+    return [this](const ConstraintRows& J, int i, int m) { return in_q(J, body(i).q.tail<4>(), m); };
   }
 
   /// A twist Jacobian (m x 6) in the 7 coordinates of a body with Euler parameters p.
@@ -229,15 +199,7 @@ class Ali3 final : public Formulation {
   /// Phi_q' lambda on body i in its 7 coordinates, with the Jacobians of the current iterate
   /// (blocks_).
   Vec7 constraint_load(int i) const {
-    Vec7 load = Vec7::Zero();
-    for (int j : core_->leaf(i).handles)
-      for (int k : blocks_of(j)) {
-        const ConstraintBlock& b = blocks_[static_cast<std::size_t>(k)];
-        const int m = b.size();
-        load.noalias() += in_q(b.parent == i ? b.J_P : b.J_C, body(i).q.tail<4>(), m).transpose() *
-                          lambda_.segment(constraints_.offset(k), m);
-      }
-    return load;
+    return joint_blocks_.load_on<7>(i, core_->leaf(i).handles, blocks_, lambda_, to_q());
   }
 
   /// The step's tangent of body i: M_c (mass only unless geometric stiffness is asked for) and
@@ -270,7 +232,7 @@ class Ali3 final : public Formulation {
         moved.q = quaternion<double>(Vec4(q.tail<4>()).normalized());
         Vec7 load = Vec7::Zero();
         for (int j : core_->leaf(i).handles)
-          for (int k : blocks_of(j)) {
+          for (int k : joint_blocks_.blocks_of(j)) {
             const Joint& joint = model_.joints[static_cast<std::size_t>(j)];
             const bool parent = joint.parent == i;
             constraints_.evaluate_block(k, t, parent ? moved : state_of(state_, joint.parent),
@@ -315,15 +277,7 @@ class Ali3 final : public Formulation {
   }
 
   /// lambda += scale * (the tree's multipliers), block by block.
-  void add_multipliers(double scale) {
-    for (int j = 0; j < model_.joint_count(); ++j) {
-      if (core_->sides(j).rows == 0) continue;
-      const auto tree_lambda = core_->multiplier(j);
-      for_each_block(j, [&](int k, int at, int m) {
-        lambda_.segment(constraints_.offset(k), m) += scale * tree_lambda.segment(at, m);
-      });
-    }
-  }
+  void add_multipliers(double scale) { joint_blocks_.add_multipliers(*core_, scale, lambda_, blocks_); }
 
   // The algorithm ---------------------------------------------------------------------------
   /// Consistent accelerations and multipliers at t0 (Sect. 3.5, step 1): the augmented
@@ -485,6 +439,7 @@ class Ali3 final : public Formulation {
   Ali3Options options_;
   const int n_;
   ConstraintSet constraints_;
+  JointBlocks joint_blocks_;
   Topology topology_;
   AssemblyTree tree_;
   AppliedLoads loads_;
@@ -493,7 +448,6 @@ class Ali3 final : public Formulation {
   SystemState state_;
   std::vector<BodyData> bodies_;
   std::vector<ConstraintBlock> blocks_;
-  std::vector<std::vector<int>> blocks_of_;  // per joint
   std::vector<Vec6> wrenches_;
   std::unique_ptr<Tree> core_;
   std::vector<Rows> rows_;

@@ -1,0 +1,25 @@
+#include "joint_blocks.hpp"
+
+#include <stdexcept>
+
+namespace treedyn {
+
+JointBlocks::JointBlocks(const Model& model, const ConstraintSet& constraints, int max_rows,
+                         const std::string& formulation)
+    : constraints_(&constraints), blocks_of_(model.joints.size()), sides_(model.joints.size()) {
+  std::vector<ConstraintBlock> blocks(static_cast<std::size_t>(constraints.block_count()));
+  constraints.evaluate(0.0, initial_state(model), blocks);
+  for (int k = 0; k < constraints.block_count(); ++k)
+    blocks_of_[static_cast<std::size_t>(constraints.joint_of_block(k))].push_back(k);
+  for (int j = 0; j < model.joint_count(); ++j) {
+    const Joint& joint = model.joints[static_cast<std::size_t>(j)];
+    int rows = 0;
+    for (int k : blocks_of(j)) rows += blocks[static_cast<std::size_t>(k)].size();
+    if (rows > max_rows)
+      throw std::invalid_argument(formulation + ": joint '" + joint.name + "' with its drivers has more than " +
+                                  std::to_string(max_rows) + " equations");
+    sides_[static_cast<std::size_t>(j)] = {joint.parent, joint.child, rows};
+  }
+}
+
+}  // namespace treedyn

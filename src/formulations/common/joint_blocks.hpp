@@ -1,0 +1,103 @@
+// treedyn — the absolute-coordinate constraint blocks (kinematics.hpp) grouped per joint, as the
+// shared assembly tree (dc_core.hpp) sees them: one handle per joint, whose rows stack the joint's
+// own equations and then its drivers'. Shared by the formulations that solve saddle-point
+// systems [M G'; G 0] on the tree in absolute coordinates (ali3, half- and fully-implicit).
+//
+// A formulation chooses its body coordinates x; to_coords(J, body, m) maps a block's twist
+// Jacobian (m x 6, J V with V = [v; w] global) to its rows in x.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "treedyn/dc_core.hpp"
+#include "treedyn/kinematics.hpp"
+
+namespace treedyn {
+
+class JointBlocks {
+ public:
+  /// Evaluates every block once at the model's initial state to learn the row counts; throws
+  /// std::invalid_argument naming the joint if one has more than max_rows equations.
+  JointBlocks(const Model& model, const ConstraintSet& constraints, int max_rows, const std::string& formulation);
+
+  const std::vector<int>& blocks_of(int joint) const { return blocks_of_[static_cast<std::size_t>(joint)]; }
+  int rows(int joint) const { return sides_[static_cast<std::size_t>(joint)].rows; }
+  /// The joints' bodies and row counts, for dc::HandleTree.
+  const std::vector<dc::JointSides>& sides() const { return sides_; }
+
+  /// f(block, first row in the joint's rows, rows) for every block of a joint.
+  template <class F>
+  void for_each_block(int joint, const std::vector<ConstraintBlock>& blocks, F&& f) const {
+    int at = 0;
+    for (int k : blocks_of(joint)) {
+      const int m = blocks[static_cast<std::size_t>(k)].size();
+      f(k, at, m);
+      at += m;
+    }
+  }
+
+  /// Evaluates a joint's blocks at (t, state) into `blocks`.
+  void evaluate(int joint, double t, const SystemState& state, std::vector<ConstraintBlock>& blocks) const {
+    for (int k : blocks_of(joint)) constraints_->evaluate_block(k, t, state, blocks[static_cast<std::size_t>(k)]);
+  }
+
+  /// Fills a joint's tree rows from evaluated blocks: r from rhs(block) and, with `jacobians`,
+  /// G_p, G_c from to_coords (the compliance is left as it is). Without `jacobians` the rows the
+  /// elimination matrices were built with are kept (held tangents, bias-only passes).
+  template <int Dim, class ToCoords, class Rhs>
+  void fill(int joint, bool jacobians, const std::vector<ConstraintBlock>& blocks, dc::JointRows<double, Dim>& jr,
+            ToCoords&& to_coords, Rhs&& rhs) const {
+    if (rows(joint) == 0) return;
+    if (jacobians) {
+      const double c = jr.compliance;
+      jr.reset(rows(joint));
+      jr.compliance = c;
+    }
+    for_each_block(joint, blocks, [&](int k, int at, int m) {
+      const ConstraintBlock& b = blocks[static_cast<std::size_t>(k)];
+      if (jacobians) {
+        if (b.parent != kGround) jr.G_p.block(at, 0, m, Dim) = to_coords(b.J_P, b.parent, m);
+        jr.G_c.block(at, 0, m, Dim) = to_coords(b.J_C, b.child, m);
+      }
+      jr.r.segment(at, m) = rhs(b);
+    });
+  }
+
+  /// G_i' lambda: the constraint load on `body` in its coordinates from the blocks of the joints
+  /// it holds (`handles`) and the multipliers lambda (laid out as the ConstraintSet's rows).
+  template <int Dim, class ToCoords>
+  Eigen::Matrix<double, Dim, 1> load_on(int body, const std::vector<int>& handles,
+                                        const std::vector<ConstraintBlock>& blocks, const Eigen::VectorXd& lambda,
+                                        ToCoords&& to_coords) const {
+    Eigen::Matrix<double, Dim, 1> load = Eigen::Matrix<double, Dim, 1>::Zero();
+    for (int j : handles)
+      for (int k : blocks_of(j)) {
+        const ConstraintBlock& b = blocks[static_cast<std::size_t>(k)];
+        const int m = b.size();
+        load.noalias() += to_coords(b.parent == body ? b.J_P : b.J_C, body, m).transpose() *
+                          lambda.segment(constraints_->offset(k), m);
+      }
+    return load;
+  }
+
+  /// lambda += scale * (the tree's multipliers of every joint), block by block.
+  template <class Tree>
+  void add_multipliers(const Tree& tree, double scale, Eigen::VectorXd& lambda,
+                       const std::vector<ConstraintBlock>& blocks) const {
+    for (int j = 0; j < static_cast<int>(sides_.size()); ++j) {
+      if (rows(j) == 0) continue;
+      const auto tree_lambda = tree.multiplier(j);
+      for_each_block(j, blocks, [&](int k, int at, int m) {
+        lambda.segment(constraints_->offset(k), m) += scale * tree_lambda.segment(at, m);
+      });
+    }
+  }
+
+ private:
+  const ConstraintSet* constraints_;
+  std::vector<std::vector<int>> blocks_of_;
+  std::vector<dc::JointSides> sides_;
+};
+
+}  // namespace treedyn
