@@ -10,6 +10,7 @@
 #include "treedyn/formulations/ali3.hpp"
 #include "treedyn/formulations/dca.hpp"
 #include "treedyn/formulations/hdca.hpp"
+#include "treedyn/formulations/implicit.hpp"
 #include "treedyn/formulations/reference.hpp"
 
 namespace treedyn {
@@ -24,6 +25,7 @@ struct FormulationSettings {
   DcaOptions dca;
   HdcaOptions hdca;
   Ali3Options ali3;
+  ImplicitOptions implicit;                // half-implicit and fully-implicit (scheme set by name)
 };
 
 struct FormulationInfo {

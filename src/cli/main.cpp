@@ -62,6 +62,9 @@ struct SimulateArgs {
   std::string precision = "double", inverse = "cholesky", error_control = "velocities";  // hdca
   Ali3Options ali3;                    // ali3: penalty, Newton-Raphson, projections
   std::string projections = "both";    // ali3
+  int newton_max = 0;                  // ali3, half- and fully-implicit (0: the formulation's default)
+  double newton_tol = NAN;             // ali3, half- and fully-implicit (NaN: the formulation's default)
+  std::string linear_solver = "tree";  // half- and fully-implicit
 };
 
 /// Per-stage split of the time spent advancing (stages the formulation times, the rest "other").
@@ -122,6 +125,13 @@ int simulate(const SimulateArgs& a) {
   settings.ali3 = a.ali3;
   settings.ali3.project_velocities = a.projections == "both" || a.projections == "velocities";
   settings.ali3.project_accelerations = a.projections == "both" || a.projections == "accelerations";
+  if (a.newton_max > 0) settings.ali3.newton_max = settings.implicit.newton_max = a.newton_max;
+  if (!std::isnan(a.newton_tol)) {
+    settings.ali3.newton_tol = a.newton_tol;
+    settings.implicit.newton_tol = a.newton_tol;
+  }
+  settings.implicit.linear_solver =
+      a.linear_solver == "sparse" ? ImplicitOptions::LinearSolver::Sparse : ImplicitOptions::LinearSolver::Tree;
   auto f = make_formulation(formulation, model, settings);
   const std::string out_dir = !a.output.empty() ? a.output : "results/" + model.name;
   ResultWriter writer(model, out_dir);
@@ -199,7 +209,7 @@ int main(int argc, char** argv) {
   s->add_option("--formulation,-f", sim.formulation, "formulation (default: the model's, else reference)");
   s->add_option("--t-end", sim.t_end, "end time, s (default: the model's, else 10)");
   s->add_option("--dt", sim.dt, "step of fixed-step methods, output interval of adaptive ones, s (default: the model's, else 0.01)");
-  s->add_option("--integrator", sim.integrator, "ODE integrator (defaults: reference bdf, dca and hdca dopri5; ali3 has its own trapezoidal rule)");
+  s->add_option("--integrator", sim.integrator, "ODE integrator (defaults: reference bdf, dca and hdca dopri5; ali3, half-implicit and fully-implicit have their own)");
   s->add_option("--rtol", sim.rtol, "relative tolerance of adaptive integrators (defaults: reference 1e-10, dca and hdca 1e-6)");
   s->add_option("--atol", sim.atol, "absolute tolerance of adaptive integrators (defaults: reference 1e-10, dca and hdca 1e-6)");
   s->add_option("--threads", sim.threads, "threads for the tree passes")->capture_default_str()->check(CLI::PositiveNumber);
@@ -228,13 +238,20 @@ int main(int argc, char** argv) {
   s->add_option("--alpha", sim.ali3.alpha, "ali3: penalty factor (paper 000: 1e6; 1e9 for the 128-link chain)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  s->add_option("--newton-max", sim.ali3.newton_max, "ali3: Newton-Raphson iterations per step at most (paper 000: 3)")
-      ->capture_default_str()
+  s->add_option("--newton-max", sim.newton_max,
+                "ali3, half-implicit, fully-implicit: Newton-Raphson iterations per step at most "
+                "(defaults: ali3 3 as in paper 000; half- and fully-implicit 50, a step that needs more fails)")
       ->check(CLI::PositiveNumber);
-  s->add_option("--newton-tol", sim.ali3.newton_tol,
-                "ali3: stop iterating when ||Delta q|| falls below this (paper 000: 1e-12, in effect a fixed count)")
+  s->add_option("--newton-tol", sim.newton_tol,
+                "ali3, half-implicit, fully-implicit: stop iterating when the Newton increment's norm falls below this "
+                "(defaults: ali3 1e-12 as in paper 000, in effect a fixed count; paper 002: half-implicit 1e-10, "
+                "fully-implicit 1e-10/h^2)")
+      ->check(CLI::PositiveNumber);
+  s->add_option("--linear-solver", sim.linear_solver,
+                "half-implicit, fully-implicit: Newton systems solved on the assembly tree in O(n), or by Eigen's "
+                "sparse LU (the cross-check)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::IsMember({"tree", "sparse"}));
   s->add_flag("--geometric-stiffness", sim.ali3.geometric_stiffness,
               "ali3: add the constraint loads' derivatives Phi_qq' lambda + Psi_qq' mu to the tangent (paper 000, Sect. 4.4)");
   s->add_flag("!--report-only-accelerations", sim.ali3.feed_back_accelerations,

@@ -10,6 +10,8 @@ const std::vector<FormulationInfo>& formulation_catalog() {
       {"dca", "Featherstone's divide-and-conquer in joint coordinates, loops closed at acceleration level"},
       {"hdca", "Hamiltonian divide-and-conquer: joint coordinates and canonical momenta, loops at velocity level"},
       {"ali3", "index-3 augmented Lagrangian divide-and-conquer, trapezoidal rule with projections (paper 000)"},
+      {"half-implicit", "index-3 symplectic Euler in absolute coordinates, Lie-group rotations, tree solve (paper 002)"},
+      {"fully-implicit", "index-3 backward Euler in absolute coordinates, Lie-group rotations, tree solve (paper 002)"},
   };
   return catalog;
 }
@@ -45,6 +47,13 @@ std::unique_ptr<Formulation> make_formulation(const std::string& name, const Mod
     o.dt = s.dt;
     o.threads = s.threads;
     return make_ali3(model, o);
+  }
+  if (name == "half-implicit" || name == "fully-implicit") {
+    ImplicitOptions o = s.implicit;
+    o.scheme = name == "half-implicit" ? ImplicitOptions::Scheme::HalfImplicit : ImplicitOptions::Scheme::FullyImplicit;
+    o.dt = s.dt;
+    o.threads = s.threads;
+    return make_implicit(model, o);
   }
   std::string known;
   for (const auto& f : formulation_catalog()) known += (known.empty() ? "" : ", ") + f.name;
