@@ -10,4 +10,12 @@ namespace treedyn {
 /// (spherical or revolute about z) joints, gravity 9.81 m/s^2 along -y, at rest.
 Model make_chain(int bodies, JointType joint);
 
+/// The N-link chain of paper 002's scaling study (Sect. 3.3, Fig. 7; ../shared/papers/002-models.md):
+/// steel bars of 2 m with a 0.05 m square section (39 kg) hanging end to end straight down (-z)
+/// from a spherical joint at the origin, joined by spherical joints, gravity 9.81 m/s^2 along
+/// (0.0717, 0.6847, 0.7253); each bar spins about its long axis at a rate drawn uniformly from
+/// (-10, 10) rad/s by std::mt19937(seed) (velocities consistent with the joints: the joint points
+/// lie on the spin axes).
+Model make_spinning_bar_chain(int bodies, unsigned seed = 1);
+
 }  // namespace treedyn

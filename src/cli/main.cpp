@@ -268,10 +268,15 @@ int main(int argc, char** argv) {
 
   std::string family, joint = "spherical", gen_out;
   int bodies = 0;
+  unsigned seed = 1;
   auto* g = app.add_subcommand("generate", "write a generated model");
-  g->add_option("family", family, "model family: chain")->required()->check(CLI::IsMember({"chain"}));
+  g->add_option("family", family,
+                "model family: chain (paper 000's n-link pendulum) or spinning-bars (paper 002's scaling chain)")
+      ->required()
+      ->check(CLI::IsMember({"chain", "spinning-bars"}));
   g->add_option("--bodies,-n", bodies, "number of bodies")->required()->check(CLI::PositiveNumber);
   g->add_option("--joint", joint, "joint type")->capture_default_str()->check(CLI::IsMember({"spherical", "revolute"}));
+  g->add_option("--seed", seed, "spinning-bars: seed of the random spin rates")->capture_default_str();
   g->add_option("--output,-o", gen_out, "model file to write")->required();
 
   std::string asm_path, asm_out;
@@ -284,8 +289,13 @@ int main(int argc, char** argv) {
     if (*s) return simulate(sim);
     if (*i) return info(info_path);
     if (*g) {
-      write_model_file(make_chain(bodies, *joint_type_from_string(joint)), gen_out);
-      std::printf("wrote %s: %d-link %s chain\n", gen_out.c_str(), bodies, joint.c_str());
+      if (family == "chain") {
+        write_model_file(make_chain(bodies, *joint_type_from_string(joint)), gen_out);
+        std::printf("wrote %s: %d-link %s chain\n", gen_out.c_str(), bodies, joint.c_str());
+      } else {
+        write_model_file(make_spinning_bar_chain(bodies, seed), gen_out);
+        std::printf("wrote %s: %d spinning bars on spherical joints (seed %u)\n", gen_out.c_str(), bodies, seed);
+      }
       return 0;
     }
     if (*as) {

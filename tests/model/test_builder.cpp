@@ -156,3 +156,24 @@ TEST(Generators, ChainOfPaper000HasItsGeometry) {
   EXPECT_EQ(m.bodies[127].position, Vec3(127.5, 0, 0));
   EXPECT_EQ(m.gravity, Vec3(0, -9.81, 0));
 }
+
+// Paper 002, Sect. 3.3 and 002-models.md: 2 m steel bars of 0.05 m section (39 kg) hanging
+// along -z on spherical joints, skew gravity of 9.81, spins in (-10, 10) rad/s about the bars'
+// axes, the same for the same seed and different for another.
+TEST(Generators, SpinningBarChainOfPaper002HasItsGeometry) {
+  const Model m = make_spinning_bar_chain(16, 7);
+  EXPECT_EQ(m.body_count(), 16);
+  EXPECT_EQ(m.constraint_equation_count(), 48);
+  EXPECT_NEAR(m.bodies[0].mass, 39.0, 1e-12);
+  EXPECT_NEAR(m.bodies[0].inertia(2, 2), 39.0 * 0.05 * 0.05 / 6.0, 1e-15);
+  EXPECT_NEAR(m.bodies[0].inertia(0, 0), 39.0 * (0.05 * 0.05 + 4.0) / 12.0, 1e-12);
+  EXPECT_LT((m.bodies[15].position - Vec3(0, 0, -31)).norm(), 1e-12);
+  EXPECT_NEAR(m.gravity.norm(), 9.81, 1e-6);
+  EXPECT_GT(m.gravity.z(), 0.0);  // not vertically down
+  for (const Body& b : m.bodies) {
+    EXPECT_EQ(b.angular_velocity.head<2>(), Vec2(0, 0));
+    EXPECT_LT(std::abs(b.angular_velocity.z()), 10.0);
+  }
+  EXPECT_EQ(make_spinning_bar_chain(16, 7), m);
+  EXPECT_NE(make_spinning_bar_chain(16, 8).bodies[3].angular_velocity, m.bodies[3].angular_velocity);
+}
