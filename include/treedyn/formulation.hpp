@@ -47,7 +47,8 @@ class Formulation {
   /// The state at time(), accelerations included.
   virtual void snapshot(Snapshot& out) = 0;
   virtual SolverStats stats() const = 0;
-  /// Model features this formulation ignores, and similar notices.
+  /// Model features this formulation ignores, and similar notices (read after a run: notices
+  /// about the run itself may be added while it goes).
   virtual std::vector<std::string> warnings() const { return {}; }
   /// Wall-clock seconds per stage (for a profile), if the formulation keeps them.
   virtual std::map<std::string, double> stage_seconds() const { return {}; }

@@ -24,7 +24,6 @@ SimulationResult run_simulation(const Model& model, Formulation& formulation, co
   result.integrator = formulation.integrator();
   result.dt = options.dt;
   result.t_end = options.t_end;
-  result.warnings = formulation.warnings();
   const double t0 = formulation.time();
   result.t_reached = t0;
   Metrics metrics(model);
@@ -72,6 +71,7 @@ SimulationResult run_simulation(const Model& model, Formulation& formulation, co
   }
   result.wall_seconds = wall;
   result.stats = formulation.stats();
+  result.warnings = formulation.warnings();  // after the run: some notices arise during it
   result.stage_seconds = formulation.stage_seconds();
   return result;
 }
