@@ -24,10 +24,13 @@
 #include "treedyn/generators.hpp"
 #include "treedyn/model_json.hpp"
 #include "treedyn/simulation.hpp"
+#include "study.hpp"
 
 namespace {
 
 using namespace treedyn;
+using study::run;
+using study::sci;
 
 FormulationSettings ali3(double alpha, int newton_max, bool project_accelerations = true, int threads = 1) {
   FormulationSettings s;
@@ -37,15 +40,6 @@ FormulationSettings ali3(double alpha, int newton_max, bool project_acceleration
   s.ali3.newton_max = newton_max;
   s.ali3.project_accelerations = project_accelerations;
   return s;
-}
-
-SimulationResult run(const Model& model, const std::string& formulation, const FormulationSettings& settings,
-                     double t_end, double every, SampleSink* sink) {
-  RunOptions options;
-  options.t_end = t_end;
-  options.dt = every;
-  auto f = make_formulation(formulation, model, settings);
-  return run_simulation(model, *f, options, sink);
 }
 
 /// Percentages of the staged time: newton / velocity projection / acceleration projection.
@@ -61,12 +55,6 @@ std::string time_split(const SimulationResult& r) {
     sep = " / ";
   }
   return out.str();
-}
-
-std::string sci(double x, int digits = 3) {
-  std::ostringstream s;
-  s << std::setprecision(digits) << x;
-  return s.str();
 }
 
 /// Paper 000, Sects. 4.2-4.3: one model against the reference.
