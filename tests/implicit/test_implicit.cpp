@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "allocation_counter.hpp"
 #include "support.hpp"
 #include "treedyn/errors.hpp"
 #include "treedyn/generators.hpp"
@@ -219,4 +220,18 @@ TEST(Implicit, StopsAtTheRoundOffFloorAndSaysSo) {
   bool said = false;
   for (const auto& w : r.warnings) said = said || w.find("round-off") != std::string::npos;
   EXPECT_TRUE(said);
+}
+
+// With the tree solver a step allocates nothing once the first has sized every workspace: forces,
+// constraint rows, residuals and the tree passes reuse their storage (the sparse solver, the
+// cross-check, is exempt).
+TEST(Implicit, StepsOnTheTreeAllocateNothing) {
+  for (const char* scheme : kSchemes) {
+    const Model m = make_chain(32, JointType::Spherical);
+    auto f = make_formulation(scheme, m, implicit(1e-3));
+    f->advance_to(1e-3);
+    test::CountAllocations counting;
+    f->advance_to(0.02);
+    EXPECT_EQ(counting.count(), 0) << scheme;
+  }
 }
