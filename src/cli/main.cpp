@@ -245,8 +245,8 @@ int main(int argc, char** argv) {
   s->add_option("--newton-tol", sim.newton_tol,
                 "ali3, half-implicit, fully-implicit: stop iterating when the Newton increment's norm falls below this "
                 "(defaults: ali3 1e-12 as in paper 000, in effect a fixed count; paper 002: half-implicit 1e-10, "
-                "fully-implicit 1e-10/h^2)")
-      ->check(CLI::PositiveNumber);
+                "fully-implicit 1e-10/h^2; 0, ali3 only: always newton-max iterations)")
+      ->check(CLI::NonNegativeNumber);
   s->add_option("--linear-solver", sim.linear_solver,
                 "half-implicit, fully-implicit: Newton systems solved on the assembly tree in O(n), or by Eigen's "
                 "sparse LU (the cross-check)")

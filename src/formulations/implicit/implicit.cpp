@@ -144,10 +144,11 @@ class Implicit final : public Formulation {
   }
 
  private:
-  static void check(const ImplicitOptions& o) {
-    if (!(o.dt > 0.0)) throw std::invalid_argument("implicit: the step must be positive");
-    if (o.newton_max < 1) throw std::invalid_argument("implicit: newton_max must be at least 1");
-    if (o.newton_tol && !(*o.newton_tol > 0.0)) throw std::invalid_argument("implicit: newton_tol must be positive");
+  void check(const ImplicitOptions& o) const {
+    if (!(o.dt > 0.0)) throw std::invalid_argument(name() + ": the step must be positive");
+    if (o.newton_max < 1) throw std::invalid_argument(name() + ": newton_max must be at least 1");
+    if (o.newton_tol && !(*o.newton_tol > 0.0))
+      throw std::invalid_argument(name() + ": newton_tol must be positive");
   }
 
   BodyData& body(int i) { return bodies_[static_cast<std::size_t>(i)]; }
