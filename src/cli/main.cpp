@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
+#include "treedyn/compare.hpp"
 #include "treedyn/errors.hpp"
 #include "treedyn/formulations.hpp"
 #include "treedyn/generators.hpp"
@@ -161,6 +163,97 @@ int simulate(const SimulateArgs& a) {
   return 0;
 }
 
+/// Options `compare` and `bench scaling` share.
+struct CompareArgs {
+  std::vector<std::string> formulations;
+  double dt = NAN, rtol = NAN, alpha = NAN, sample = NAN;
+  int reference_max_bodies = 64;
+  std::string output;
+
+  CompareOptions options() const {
+    CompareOptions o;
+    if (!(formulations.size() == 1 && formulations[0] == "all")) o.formulations = formulations;
+    auto set = [](std::optional<double>& target, double x) {
+      if (!std::isnan(x)) target = x;
+    };
+    set(o.dt, dt);
+    set(o.rtol, rtol);
+    set(o.alpha, alpha);
+    set(o.sample_interval, sample);
+    o.reference_max_bodies = reference_max_bodies;
+    return o;
+  }
+};
+
+void add_compare_options(CLI::App* cmd, CompareArgs& a) {
+  cmd->add_option("--formulations", a.formulations, "formulations to run, comma-separated, or all (default: all)")
+      ->delimiter(',');
+  cmd->add_option("--dt", a.dt, "step of ali3, half- and fully-implicit (defaults: their papers', 0.01 s and 1e-3 s)");
+  cmd->add_option("--rtol", a.rtol, "rtol = atol of dca and hdca (default 1e-6; the reference keeps 1e-10)");
+  cmd->add_option("--alpha", a.alpha,
+                  "ali3's penalty (default 1e6, raised by powers of ten until 1/alpha < h^2/(40 m) of the heaviest body)");
+  cmd->add_option("--sample", a.sample, "interval of the common sample times, s (default max(0.01, dt))");
+  cmd->add_option("--reference-max-bodies", a.reference_max_bodies,
+                  "run the dense O(n^3) reference only on models with at most this many bodies")
+      ->capture_default_str();
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  if (!(out << text)) throw std::runtime_error("cannot write " + path);
+}
+
+int compare(const std::string& path, const CompareArgs& a, double t_end, int threads, bool assemble, bool quiet) {
+  const Model model = load_consistent_model(path, assemble, 1e-6, quiet);
+  CompareOptions options = a.options();
+  if (!std::isnan(t_end)) options.t_end = t_end;
+  options.threads = threads;
+  const std::string dir = !a.output.empty() ? a.output : "results/" + model.name + "/compare";
+  std::filesystem::create_directories(dir);
+  const CompareReport report = compare_formulations(model, options, dir, [&](const CompareRow& row) {
+    if (!quiet) std::printf("  %-15s %s%s\n", row.formulation.c_str(), row.status.c_str(),
+                            row.status == "ok" ? (" in " + sci(row.result.wall_seconds) + " s wall").c_str() : "");
+  });
+  write_text(dir + "/compare.csv", compare_csv(report));
+  write_text(dir + "/compare.md", compare_markdown(report));
+  if (!quiet) std::printf("\n%s\nwrote %s/{compare.csv, compare.md} and one folder of results per formulation\n",
+                          compare_markdown(report).c_str(), dir.c_str());
+  return 0;
+}
+
+/// "2..1024" (or "64") into [min, max].
+std::pair<int, int> parse_range(const std::string& text) {
+  const auto dots = text.find("..");
+  try {
+    std::size_t used = 0;
+    const int lo = std::stoi(text.substr(0, dots), &used);
+    if (used != (dots == std::string::npos ? text.size() : dots)) throw std::invalid_argument(text);
+    if (dots == std::string::npos) return {lo, lo};
+    const std::string rest = text.substr(dots + 2);
+    const int hi = std::stoi(rest, &used);
+    if (used != rest.size()) throw std::invalid_argument(text);
+    return {lo, hi};
+  } catch (const std::logic_error&) {
+    throw std::invalid_argument("--bodies: expected N or MIN..MAX (e.g. 2..1024), got '" + text + "'");
+  }
+}
+
+int bench_scaling(const CompareArgs& a, ScalingOptions o, const std::string& joint, const std::string& bodies, bool quiet) {
+  o.compare = a.options();
+  o.joint = *joint_type_from_string(joint);
+  std::tie(o.min_bodies, o.max_bodies) = parse_range(bodies);
+  const std::string dir = !a.output.empty() ? a.output : "results/scaling";
+  std::filesystem::create_directories(dir);
+  const ScalingReport report = scaling_study(o, [&](const ScalingRow& r) {
+    if (!quiet) std::printf("  %5d bodies, %d thread(s), %-15s %s%s\n", r.bodies, r.threads, r.formulation.c_str(),
+                            r.status.c_str(), r.t_reached > 0 ? (": " + sci(r.cost()) + " s per simulated s").c_str() : "");
+  });
+  write_text(dir + "/scaling.csv", scaling_csv(report));
+  write_text(dir + "/scaling.md", scaling_markdown(report));
+  if (!quiet) std::printf("\n%s\nwrote %s/{scaling.csv, scaling.md}\n", scaling_markdown(report).c_str(), dir.c_str());
+  return 0;
+}
+
 int info(const std::string& path) {
   const Model model = read_model_file(path);
   const Topology topo(model);
@@ -284,9 +377,43 @@ int main(int argc, char** argv) {
   as->add_option("model", asm_path, "model file (JSON)")->required()->check(CLI::ExistingFile);
   as->add_option("--output,-o", asm_out, "model file to write")->required();
 
+  std::string cmp_path;
+  CompareArgs cmp;
+  double cmp_t_end = NAN;
+  int cmp_threads = 1;
+  bool cmp_assemble = false, cmp_quiet = false;
+  auto* c = app.add_subcommand("compare", "run one model under several formulations and tabulate accuracy, cost and constraint errors side by side");
+  c->add_option("model", cmp_path, "model file (JSON)")->required()->check(CLI::ExistingFile);
+  add_compare_options(c, cmp);
+  c->add_option("--t-end", cmp_t_end, "end time, s (default: the model's, else 10)");
+  c->add_option("--threads", cmp_threads, "threads for the tree passes")->capture_default_str()->check(CLI::PositiveNumber);
+  c->add_option("--output,-o", cmp.output, "output directory (default: results/<model name>/compare)");
+  c->add_flag("--assemble", cmp_assemble, "project an inconsistent initial state onto the constraints");
+  c->add_flag("--quiet,-q", cmp_quiet, "print nothing but errors");
+
+  CompareArgs sc;
+  ScalingOptions sc_options;
+  std::string sc_joint = "spherical", sc_bodies = "2..1024";
+  bool sc_quiet = false;
+  auto* b = app.add_subcommand("bench", "whole-run benchmarks across formulations");
+  b->require_subcommand(1);
+  auto* bs = b->add_subcommand("scaling", "every formulation on n-link chains: wall time per simulated second as n grows");
+  add_compare_options(bs, sc);
+  bs->add_option("--joint", sc_joint, "joint type of the chains")->capture_default_str()->check(CLI::IsMember({"spherical", "revolute"}));
+  bs->add_option("--bodies", sc_bodies, "chain lengths MIN..MAX, doubling from MIN")->capture_default_str();
+  bs->add_option("--threads", sc_options.threads, "thread counts, comma-separated")->delimiter(',')->capture_default_str()->check(CLI::PositiveNumber);
+  bs->add_option("--t-end", sc_options.t_end, "simulated time per run, s")->capture_default_str()->check(CLI::PositiveNumber);
+  bs->add_option("--budget", sc_options.budget_seconds,
+                 "skip a run predicted (linearly from the previous length) to take more wall seconds than this")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  bs->add_option("--output,-o", sc.output, "output directory (default: results/scaling)");
+  bs->add_flag("--quiet,-q", sc_quiet, "print nothing but errors");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*s) return simulate(sim);
+    if (*c) return compare(cmp_path, cmp, cmp_t_end, cmp_threads, cmp_assemble, cmp_quiet);
+    if (*bs) return bench_scaling(sc, sc_options, sc_joint, sc_bodies, sc_quiet);
     if (*i) return info(info_path);
     if (*g) {
       if (family == "chain") {

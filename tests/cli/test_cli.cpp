@@ -87,3 +87,34 @@ TEST(Cli, HelpListsFormulationsIntegratorsAndDefaults) {
   for (const char* s : {"--formulation", "--integrator", "--rtol", "--threads", "dopri5", "reference"})
     EXPECT_NE(out.text.find(s), std::string::npos) << s;
 }
+
+TEST(Cli, CompareWritesTablesAndEachFormulationsResults) {
+  const std::string dir = temp("compare");
+  std::filesystem::remove_all(dir);
+  const auto out = run("compare " + treedyn::test::model_path("spatial_double_pendulum") +
+                       " --formulations dca,ali3 --t-end 0.3 -o " + dir);
+  ASSERT_EQ(out.status, 0) << out.text;
+  EXPECT_NE(out.text.find("| ali3 | ok |"), std::string::npos) << out.text;
+  for (const char* f : {"compare.csv", "compare.md", "dca/trajectory.csv", "ali3/metrics.csv", "reference/summary.json"})
+    EXPECT_TRUE(std::filesystem::exists(dir + "/" + f)) << f;
+}
+
+TEST(Cli, CompareNamesAnUnknownFormulation) {
+  const auto out = run("compare " + treedyn::test::model_path("spatial_double_pendulum") + " --formulations dca,abc -o " +
+                       temp("compare_bad"));
+  EXPECT_EQ(out.status, 1);
+  EXPECT_NE(out.text.find("unknown formulation 'abc'"), std::string::npos) << out.text;
+}
+
+TEST(Cli, BenchScalingWritesItsTableAndRefusesABadRange) {
+  const std::string dir = temp("scaling");
+  const auto out = run("bench scaling --bodies 2..4 --t-end 0.05 --formulations dca,hdca --threads 1,2 -q -o " + dir);
+  ASSERT_EQ(out.status, 0) << out.text;
+  std::ifstream csv(dir + "/scaling.csv");
+  int lines = 0;
+  for (std::string line; std::getline(csv, line);) ++lines;
+  EXPECT_EQ(lines, 1 + 2 * 2 * 2);
+  const auto bad = run("bench scaling --bodies 2..x -o " + dir);
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.text.find("expected N or MIN..MAX"), std::string::npos) << bad.text;
+}

@@ -1,0 +1,111 @@
+// treedyn — one model under every method. `compare` runs formulations side by side on one model
+// and the same sample times and measures each against the dense `reference`; `scaling_study` runs
+// them on n-link chains and reports the cost per simulated second as n grows.
+#pragma once
+
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "treedyn/formulations.hpp"
+#include "treedyn/simulation.hpp"
+
+namespace treedyn {
+
+/// What a user may set for a comparison; whatever is unset takes suggested_settings' defaults.
+struct CompareOptions {
+  std::vector<std::string> formulations;  // empty: every formulation of the catalogue, in its order
+  std::optional<double> t_end;            // default: the model's, else 10 s
+  std::optional<double> dt;               // step of ali3 and half-/fully-implicit (default: the model's, else the papers')
+  std::optional<double> rtol;             // rtol = atol of dca and hdca (the reference keeps its own)
+  std::optional<double> alpha;            // ali3's penalty
+  std::optional<double> sample_interval;  // common sample times; default max(0.01 s, the step given as dt)
+  int threads = 1;
+  int reference_max_bodies = 64;          // beyond: no reference run (dense, O(n^3) per step)
+};
+
+/// The settings a comparison gives `formulation` on `model`: each method's published defaults —
+/// reference bdf at 1e-10; dca and hdca dopri5 at 1e-6 (paper 001); ali3 h = 0.01 s, 3 iterations
+/// (paper 000), with alpha = 1e6 raised by powers of ten until 1/alpha is below a tenth of the
+/// joint compliance h^2/(4 m) of the heaviest body (ali3's own "weak penalty" threshold);
+/// half- and fully-implicit h = 1e-3 s (paper 002) — except that a step the model file sets
+/// (its time scale) replaces the papers' steps, and the options the user set apply over all.
+FormulationSettings suggested_settings(const Model& model, const std::string& formulation, const CompareOptions& options);
+
+/// One line naming the settings that matter for `formulation` ("dopri5, rtol = atol = 1e-06").
+std::string describe_settings(const std::string& formulation, const FormulationSettings& settings);
+
+struct CompareRow {
+  std::string formulation;
+  std::string settings;  // describe_settings
+  /// "ok"; "failed" (the run stopped, see message); "unsupported" (the formulation refused the
+  /// model, message says why); "skipped" (not run, message says why).
+  std::string status;
+  std::string message;
+  SimulationResult result;  // meaningful for "ok" and "failed"
+  /// Largest |r_i - r_i^ref| over bodies and common sample times up to deviation_until, m; NaN
+  /// without a reference (and for the reference itself).
+  double position_deviation = std::numeric_limits<double>::quiet_NaN();
+  double deviation_until = 0.0;
+};
+
+struct CompareReport {
+  std::string model;
+  int bodies = 0;
+  double t_end = 0.0, sample_interval = 0.0;
+  int threads = 1;
+  std::string reference_note;  // how the deviations were obtained, or why there are none
+  std::vector<CompareRow> rows;
+};
+
+using CompareProgress = std::function<void(const CompareRow&)>;
+
+/// Runs each formulation from the model's initial state (which must be consistent). Never throws
+/// for a formulation's failure: its row says what happened while the others still run. With
+/// `output_dir`, each run's trajectory.csv, metrics.csv and summary.json go to output_dir/<name>/.
+/// Throws std::invalid_argument for an unknown formulation name or a bad option.
+CompareReport compare_formulations(const Model& model, const CompareOptions& options,
+                                   const std::string& output_dir = {}, const CompareProgress& progress = {});
+
+std::string compare_csv(const CompareReport& report);
+std::string compare_markdown(const CompareReport& report);
+
+// ---------------------------------------------------------------------------------------------
+
+struct ScalingOptions {
+  JointType joint = JointType::Spherical;
+  int min_bodies = 2, max_bodies = 1024;  // chains of min_bodies, 2 min_bodies, ... up to max_bodies
+  std::vector<int> threads = {1};
+  double t_end = 1.0;
+  /// A run whose wall time, extrapolated linearly in n from the same formulation's previous
+  /// size, would exceed this many seconds is skipped (its row says so).
+  double budget_seconds = 60.0;
+  CompareOptions compare;  // formulations, dt, rtol, alpha, reference_max_bodies (threads, t_end unused)
+};
+
+struct ScalingRow {
+  int bodies = 0, threads = 1;
+  std::string formulation, status, message;  // status as in CompareRow
+  double t_reached = 0.0, wall_seconds = 0.0;
+  long steps = 0;
+  /// Wall seconds per simulated second over the time reached (failed runs too); NaN if not run.
+  double cost() const {
+    return t_reached > 0.0 ? wall_seconds / t_reached : std::numeric_limits<double>::quiet_NaN();
+  }
+};
+
+struct ScalingReport {
+  ScalingOptions options;
+  std::vector<ScalingRow> rows;
+};
+
+/// Runs the formulations on make_chain(n, joint) for every n and thread count. Never throws for a
+/// run's failure.
+ScalingReport scaling_study(const ScalingOptions& options, const std::function<void(const ScalingRow&)>& progress = {});
+
+std::string scaling_csv(const ScalingReport& report);
+std::string scaling_markdown(const ScalingReport& report);
+
+}  // namespace treedyn

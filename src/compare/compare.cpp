@@ -1,0 +1,288 @@
+// One model under every formulation, on common sample times, measured against the reference.
+#include "treedyn/compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+
+#include "compare_internal.hpp"
+#include "treedyn/errors.hpp"
+#include "treedyn/result_writer.hpp"
+
+namespace treedyn {
+namespace {
+
+/// Body positions at the sample times of one run (the reference's).
+struct PositionTrack : SampleSink {
+  std::vector<double> t;
+  std::vector<std::vector<Vec3>> r;
+  void write(const Snapshot& s, const MetricsSample&, const SolverStats&) override {
+    t.push_back(s.t);
+    auto& positions = r.emplace_back(s.bodies.size());
+    for (std::size_t i = 0; i < s.bodies.size(); ++i) positions[i] = s.bodies[i].r;
+  }
+};
+
+/// Largest distance of any body from its reference position at the same sample time.
+class DeviationSink : public SampleSink {
+ public:
+  explicit DeviationSink(const PositionTrack& reference) : reference_(reference) {}
+  void write(const Snapshot& s, const MetricsSample&, const SolverStats&) override {
+    const double tol = 1e-9 * (1.0 + std::abs(s.t));  // both runs sample t0 + k * interval exactly
+    const auto it = std::lower_bound(reference_.t.begin(), reference_.t.end(), s.t - tol);
+    if (it == reference_.t.end() || std::abs(*it - s.t) > tol) return;  // past the reference's failure
+    const auto& r_ref = reference_.r[static_cast<std::size_t>(it - reference_.t.begin())];
+    for (std::size_t i = 0; i < s.bodies.size(); ++i) max = std::max(max, (s.bodies[i].r - r_ref[i]).norm());
+    until = s.t;
+    compared = true;
+  }
+  double max = 0.0, until = 0.0;
+  bool compared = false;
+
+ private:
+  const PositionTrack& reference_;
+};
+
+/// Hands each sample to several sinks (null ones skipped).
+struct Tee : SampleSink {
+  std::vector<SampleSink*> sinks;
+  void write(const Snapshot& s, const MetricsSample& m, const SolverStats& st) override {
+    for (SampleSink* k : sinks)
+      if (k) k->write(s, m, st);
+  }
+};
+
+/// Runs one formulation; `record` receives its samples, `reference` (if any) measures them.
+CompareRow run_row(const Model& model, const std::string& name, const CompareOptions& options, const RunOptions& run,
+                   const std::string& output_dir, const PositionTrack* reference, SampleSink* record) {
+  CompareRow row;
+  row.formulation = name;
+  const FormulationSettings settings = suggested_settings(model, name, options);
+  row.settings = describe_settings(name, settings);
+  std::unique_ptr<Formulation> formulation;
+  try {
+    formulation = make_formulation(name, model, settings);
+  } catch (const std::exception& e) {  // options were validated: this is the model's refusal
+    row.status = "unsupported";
+    row.message = e.what();
+    return row;
+  }
+  std::unique_ptr<ResultWriter> writer;
+  if (!output_dir.empty()) writer = std::make_unique<ResultWriter>(model, output_dir + "/" + name);
+  std::unique_ptr<DeviationSink> deviation;
+  if (reference) deviation = std::make_unique<DeviationSink>(*reference);
+  Tee tee;
+  tee.sinks = {writer.get(), record, deviation.get()};
+  row.result = run_simulation(model, *formulation, run, &tee);
+  if (writer) writer->finish(row.result);
+  row.status = row.result.status;
+  row.message = row.result.message;
+  if (deviation && deviation->compared) {
+    row.position_deviation = deviation->max;
+    row.deviation_until = deviation->until;
+  }
+  return row;
+}
+
+}  // namespace
+
+namespace compare_detail {
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string quoted = "\"";
+  for (char c : s) quoted += c == '"' ? std::string("\"\"") : std::string(1, c == '\n' ? ' ' : c);
+  return quoted + "\"";
+}
+
+std::string csv_number(double x) { return std::isfinite(x) ? fmt(x, 6) : ""; }
+
+std::string fmt(double x, int digits) {
+  if (std::isnan(x)) return "-";
+  std::ostringstream s;
+  s.precision(digits);
+  s << x;
+  return s.str();
+}
+
+std::vector<std::string> formulation_names(const std::vector<std::string>& requested) {
+  std::vector<std::string> names;
+  for (const auto& f : formulation_catalog()) names.push_back(f.name);
+  if (requested.empty()) return names;
+  for (const auto& r : requested)
+    if (std::find(names.begin(), names.end(), r) == names.end()) {
+      std::string known;
+      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+      throw std::invalid_argument("unknown formulation '" + r + "' (known: " + known + ", or all)");
+    }
+  return requested;
+}
+
+void validate(const CompareOptions& o) {
+  auto positive = [](const std::optional<double>& x, const char* what) {
+    if (x && !(*x > 0.0)) throw std::invalid_argument(std::string(what) + " must be positive");
+  };
+  positive(o.t_end, "t_end");
+  positive(o.dt, "dt");
+  positive(o.rtol, "rtol");
+  positive(o.alpha, "alpha");
+  positive(o.sample_interval, "the sample interval");
+  if (o.threads < 1) throw std::invalid_argument("threads must be at least 1");
+}
+
+double sample_interval(const CompareOptions& o, double t_end) {
+  return std::min(t_end, o.sample_interval.value_or(std::max(0.01, o.dt.value_or(0.0))));
+}
+
+}  // namespace compare_detail
+
+FormulationSettings suggested_settings(const Model& model, const std::string& formulation, const CompareOptions& options) {
+  FormulationSettings s;
+  s.threads = options.threads;
+  if (formulation == "dca" || formulation == "hdca") {
+    if (options.rtol) s.rtol = s.atol = *options.rtol;
+  } else if (formulation == "ali3") {
+    s.dt = options.dt.value_or(model.defaults.dt.value_or(s.ali3.dt));
+    if (options.alpha) {
+      s.ali3.alpha = *options.alpha;
+    } else {  // 1/alpha below a tenth of h^2/(4 m): ali3's own threshold for "weak" (ali3.cpp)
+      double heaviest = 0.0;
+      for (const Body& b : model.bodies) heaviest = std::max(heaviest, b.mass);
+      const double joint_compliance = 0.25 * s.dt * s.dt / heaviest;
+      while (1.0 / s.ali3.alpha > 0.1 * joint_compliance) s.ali3.alpha *= 10.0;
+    }
+  } else if (formulation == "half-implicit" || formulation == "fully-implicit") {
+    s.dt = options.dt.value_or(model.defaults.dt.value_or(s.implicit.dt));
+  }
+  return s;
+}
+
+std::string describe_settings(const std::string& f, const FormulationSettings& s) {
+  using compare_detail::fmt;
+  auto adaptive = [&](const std::string& integrator, double rtol) {
+    return s.integrator.value_or(integrator) + ", rtol = atol = " + fmt(s.rtol.value_or(rtol));
+  };
+  if (f == "reference") return adaptive(s.reference.integrator, s.reference.rtol);
+  if (f == "dca") return adaptive(s.dca.integrator, s.dca.rtol);
+  if (f == "hdca") return adaptive(s.hdca.integrator, s.hdca.rtol);
+  if (f == "ali3") {
+    const Ali3Options& o = s.ali3;
+    const char* projections = o.project_velocities ? (o.project_accelerations ? "both" : "velocities")
+                                                   : (o.project_accelerations ? "accelerations" : "none");
+    return "h = " + fmt(s.dt) + ", alpha = " + fmt(o.alpha) + ", " + std::to_string(o.newton_max) +
+           " iterations, projections " + projections;
+  }
+  ImplicitOptions o = s.implicit;
+  o.scheme = f == "half-implicit" ? ImplicitOptions::Scheme::HalfImplicit : ImplicitOptions::Scheme::FullyImplicit;
+  return "h = " + fmt(s.dt) + ", Newton tol " + fmt(o.tolerance(s.dt)) + " (at most " + std::to_string(o.newton_max) +
+         "), " + (o.linear_solver == ImplicitOptions::LinearSolver::Tree ? "tree" : "sparse LU");
+}
+
+CompareReport compare_formulations(const Model& model, const CompareOptions& options, const std::string& output_dir,
+                                   const CompareProgress& progress) {
+  compare_detail::validate(options);
+  const std::vector<std::string> names = compare_detail::formulation_names(options.formulations);
+  CompareReport report;
+  report.model = model.name;
+  report.bodies = model.body_count();
+  report.threads = options.threads;
+  report.t_end = options.t_end.value_or(model.defaults.t_end.value_or(10.0));
+  report.sample_interval = compare_detail::sample_interval(options, report.t_end);
+  const RunOptions run{report.t_end, report.sample_interval, 1};
+
+  PositionTrack reference;
+  CompareRow reference_row;
+  const bool with_reference = model.body_count() <= options.reference_max_bodies;
+  if (with_reference) {
+    reference_row = run_row(model, "reference", options, run, output_dir, nullptr, &reference);
+    std::ostringstream note;
+    note << "deviations from `reference` (" << reference_row.settings << ") at the " << reference.t.size()
+         << " common sample times";
+    if (reference_row.status != "ok") note << " up to t = " << (reference.t.empty() ? 0.0 : reference.t.back()) << " s (the reference " << reference_row.status << ": " << reference_row.message << ")";
+    report.reference_note = note.str();
+  } else {
+    report.reference_note = "no reference run: " + std::to_string(model.body_count()) + " bodies > " +
+                            std::to_string(options.reference_max_bodies) +
+                            " (the dense reference costs O(n^3) per step; raise --reference-max-bodies to run it)";
+  }
+  const PositionTrack* track = with_reference && !reference.t.empty() ? &reference : nullptr;
+  for (const std::string& name : names) {
+    CompareRow row;
+    if (name != "reference") {
+      row = run_row(model, name, options, run, output_dir, track, nullptr);
+    } else if (with_reference) {
+      row = reference_row;
+    } else {
+      row.formulation = name;
+      row.settings = describe_settings(name, suggested_settings(model, name, options));
+      row.status = "skipped";
+      row.message = report.reference_note;
+    }
+    if (progress) progress(row);
+    report.rows.push_back(std::move(row));
+  }
+  return report;
+}
+
+std::string compare_csv(const CompareReport& report) {
+  using compare_detail::csv_field;
+  using compare_detail::csv_number;
+  std::ostringstream s;
+  s << "formulation,status,settings,wall_s,real_time_factor,t_reached,steps,rhs_evaluations,newton_iterations,"
+       "position_deviation_m,energy_drift_J,position_error,velocity_error,acceleration_error,message\n";
+  for (const CompareRow& row : report.rows) {
+    const SimulationResult& r = row.result;
+    const bool ran = row.status == "ok" || row.status == "failed";
+    auto number = [&](double x) { return ran ? csv_number(x) : std::string(); };
+    s << row.formulation << "," << row.status << "," << csv_field(row.settings) << "," << number(r.wall_seconds) << ","
+      << number(r.real_time_factor()) << "," << number(r.t_reached) << "," << (ran ? std::to_string(r.stats.steps) : "")
+      << "," << (ran ? std::to_string(r.stats.rhs_evaluations) : "") << ","
+      << (ran ? std::to_string(r.stats.newton_iterations) : "") << "," << csv_number(row.position_deviation) << ","
+      << number(r.energy_drift_max) << "," << number(r.constraint_error_max.position) << ","
+      << number(r.constraint_error_max.velocity) << "," << number(r.constraint_error_max.acceleration) << ","
+      << csv_field(row.message) << "\n";
+  }
+  return s.str();
+}
+
+std::string compare_markdown(const CompareReport& report) {
+  using compare_detail::fmt;
+  std::ostringstream s;
+  s << "# " << report.model << " under every formulation\n\n"
+    << report.bodies << " bodies, " << fmt(report.t_end) << " s, samples every " << fmt(report.sample_interval)
+    << " s, " << report.threads << " thread" << (report.threads > 1 ? "s" : "") << "; " << report.reference_note
+    << ". Wall time counts advancing only (not sampling or writing).\n\n"
+    << "| formulation | status | wall [s] | real-time factor | steps | RHS | Newton it. | max position deviation [m] | "
+       "max energy drift [J] | max constraint error: position / velocity / acceleration |\n"
+    << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const CompareRow& row : report.rows) {
+    const SimulationResult& r = row.result;
+    s << "| " << row.formulation << " | " << row.status;
+    if (row.status != "ok" && row.status != "failed") {
+      s << " | | | | | | | | |\n";
+      continue;
+    }
+    if (row.status == "failed") s << " at " << fmt(r.failure_time) << " s";
+    std::string deviation = row.formulation == "reference" ? "(reference)" : fmt(row.position_deviation);
+    if (std::isfinite(row.position_deviation) && row.deviation_until < r.t_end - 1e-9)
+      deviation += " (to " + fmt(row.deviation_until) + " s)";
+    s << " | " << fmt(r.wall_seconds) << " | " << fmt(r.real_time_factor()) << " | " << r.stats.steps << " | "
+      << r.stats.rhs_evaluations << " | " << r.stats.newton_iterations << " | " << deviation << " | "
+      << (std::isnan(r.energy_drift_max) ? "unknown" : fmt(r.energy_drift_max)) << " | "
+      << fmt(r.constraint_error_max.position) << " / " << fmt(r.constraint_error_max.velocity) << " / "
+      << fmt(r.constraint_error_max.acceleration) << " |\n";
+  }
+  s << "\nSettings:\n\n";
+  for (const CompareRow& row : report.rows) s << "- " << row.formulation << ": " << row.settings << "\n";
+  std::string notes;
+  for (const CompareRow& row : report.rows) {
+    if (!row.message.empty() && row.status != "skipped") notes += "- " + row.formulation + " (" + row.status + "): " + row.message + "\n";
+    for (const std::string& w : row.result.warnings) notes += "- " + row.formulation + " warns: " + w + "\n";
+  }
+  if (!notes.empty()) s << "\nNotes:\n\n" << notes;
+  return s.str();
+}
+
+}  // namespace treedyn
