@@ -90,6 +90,8 @@ struct ScalingRow {
   std::string formulation, status, message;  // status as in CompareRow
   double t_reached = 0.0, wall_seconds = 0.0;
   long steps = 0;
+  /// Largest |r_i - r_i^ref| at the common sample times, m; NaN beyond the reference's limit.
+  double position_deviation = std::numeric_limits<double>::quiet_NaN();
   /// Wall seconds per simulated second over the time reached (failed runs too); NaN if not run.
   double cost() const {
     return t_reached > 0.0 ? wall_seconds / t_reached : std::numeric_limits<double>::quiet_NaN();
@@ -101,8 +103,9 @@ struct ScalingReport {
   std::vector<ScalingRow> rows;
 };
 
-/// Runs the formulations on make_chain(n, joint) for every n and thread count. Never throws for a
-/// run's failure.
+/// Runs the formulations on make_chain(n, joint) for every n and thread count, each measured
+/// against one reference run per n (up to reference_max_bodies) as in compare_formulations.
+/// Never throws for a run's failure.
 ScalingReport scaling_study(const ScalingOptions& options, const std::function<void(const ScalingRow&)>& progress = {});
 
 std::string scaling_csv(const ScalingReport& report);

@@ -14,16 +14,7 @@
 namespace treedyn {
 namespace {
 
-/// Body positions at the sample times of one run (the reference's).
-struct PositionTrack : SampleSink {
-  std::vector<double> t;
-  std::vector<std::vector<Vec3>> r;
-  void write(const Snapshot& s, const MetricsSample&, const SolverStats&) override {
-    t.push_back(s.t);
-    auto& positions = r.emplace_back(s.bodies.size());
-    for (std::size_t i = 0; i < s.bodies.size(); ++i) positions[i] = s.bodies[i].r;
-  }
-};
+using compare_detail::PositionTrack;
 
 /// Largest distance of any body from its reference position at the same sample time.
 class DeviationSink : public SampleSink {
@@ -53,6 +44,10 @@ struct Tee : SampleSink {
       if (k) k->write(s, m, st);
   }
 };
+
+}  // namespace
+
+namespace compare_detail {
 
 /// Runs one formulation; `record` receives its samples, `reference` (if any) measures them.
 CompareRow run_row(const Model& model, const std::string& name, const CompareOptions& options, const RunOptions& run,
@@ -85,10 +80,6 @@ CompareRow run_row(const Model& model, const std::string& name, const CompareOpt
   }
   return row;
 }
-
-}  // namespace
-
-namespace compare_detail {
 
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
@@ -192,11 +183,11 @@ CompareReport compare_formulations(const Model& model, const CompareOptions& opt
   report.sample_interval = compare_detail::sample_interval(options, report.t_end);
   const RunOptions run{report.t_end, report.sample_interval, 1};
 
-  PositionTrack reference;
+  compare_detail::PositionTrack reference;
   CompareRow reference_row;
   const bool with_reference = model.body_count() <= options.reference_max_bodies;
   if (with_reference) {
-    reference_row = run_row(model, "reference", options, run, output_dir, nullptr, &reference);
+    reference_row = compare_detail::run_row(model, "reference", options, run, output_dir, nullptr, &reference);
     std::ostringstream note;
     note << "deviations from `reference` (" << reference_row.settings << ") at the " << reference.t.size()
          << " common sample times";
@@ -207,11 +198,11 @@ CompareReport compare_formulations(const Model& model, const CompareOptions& opt
                             std::to_string(options.reference_max_bodies) +
                             " (the dense reference costs O(n^3) per step; raise --reference-max-bodies to run it)";
   }
-  const PositionTrack* track = with_reference && !reference.t.empty() ? &reference : nullptr;
+  const compare_detail::PositionTrack* track = with_reference && !reference.t.empty() ? &reference : nullptr;
   for (const std::string& name : names) {
     CompareRow row;
     if (name != "reference") {
-      row = run_row(model, name, options, run, output_dir, track, nullptr);
+      row = compare_detail::run_row(model, name, options, run, output_dir, track, nullptr);
     } else if (with_reference) {
       row = reference_row;
     } else {

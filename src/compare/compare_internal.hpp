@@ -8,6 +8,24 @@
 
 namespace treedyn::compare_detail {
 
+/// Body positions at the sample times of one run (the reference's).
+struct PositionTrack : SampleSink {
+  std::vector<double> t;
+  std::vector<std::vector<Vec3>> r;
+  void write(const Snapshot& s, const MetricsSample&, const SolverStats&) override {
+    t.push_back(s.t);
+    auto& positions = r.emplace_back(s.bodies.size());
+    for (std::size_t i = 0; i < s.bodies.size(); ++i) positions[i] = s.bodies[i].r;
+  }
+};
+
+/// Runs one formulation with suggested_settings: its row, with the largest body distance from
+/// `reference` at common times when given; `record` (if any) receives every sample, and with
+/// `output_dir` the run's files go to output_dir/<name>/.
+CompareRow run_row(const Model& model, const std::string& name, const CompareOptions& options, const RunOptions& run,
+                   const std::string& output_dir, const PositionTrack* reference, SampleSink* record);
+
+
 /// x with `digits` significant digits; "-" for NaN.
 std::string fmt(double x, int digits = 3);
 /// A CSV field, quoted when it holds a comma, quote or newline.

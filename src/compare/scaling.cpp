@@ -24,9 +24,10 @@ void validate(const ScalingOptions& o) {
   if (!(o.budget_seconds > 0.0)) throw std::invalid_argument("the budget must be positive");
 }
 
-/// Runs one formulation on one chain, unless the reference limit or the budget says not to.
+/// Runs one formulation on one chain, unless the reference limit or the budget says not to;
+/// measured against `reference` (when there is one) at the common sample times.
 ScalingRow run_point(const Model& chain, const std::string& name, int threads, const ScalingOptions& o,
-                     const ScalingRow* previous) {
+                     const ScalingRow* previous, const compare_detail::PositionTrack* reference) {
   ScalingRow row;
   row.bodies = chain.body_count();
   row.threads = threads;
@@ -46,22 +47,24 @@ ScalingRow run_point(const Model& chain, const std::string& name, int threads, c
   }
   CompareOptions c = o.compare;
   c.threads = threads;
-  std::unique_ptr<Formulation> f;
-  try {
-    f = make_formulation(name, chain, suggested_settings(chain, name, c));
-  } catch (const std::exception& e) {
-    row.status = "unsupported";
-    row.message = e.what();
-    return row;
-  }
   const RunOptions run{o.t_end, compare_detail::sample_interval(c, o.t_end), 1};
-  const SimulationResult r = run_simulation(chain, *f, run);
+  const CompareRow r = compare_detail::run_row(chain, name, c, run, {}, name == "reference" ? nullptr : reference, nullptr);
   row.status = r.status;
   row.message = r.message;
-  row.t_reached = r.status == "ok" ? r.t_reached : r.failure_time;
-  row.wall_seconds = r.wall_seconds;
-  row.steps = r.stats.steps;
+  row.t_reached = r.status == "ok" ? r.result.t_reached : r.status == "failed" ? r.result.failure_time : 0.0;
+  row.wall_seconds = r.result.wall_seconds;
+  row.steps = r.result.stats.steps;
+  row.position_deviation = r.position_deviation;
   return row;
+}
+
+/// The reference's positions on a chain at the common sample times; empty beyond the limit.
+compare_detail::PositionTrack reference_track(const Model& chain, const ScalingOptions& o) {
+  compare_detail::PositionTrack track;
+  if (chain.body_count() > o.compare.reference_max_bodies) return track;
+  const RunOptions run{o.t_end, compare_detail::sample_interval(o.compare, o.t_end), 1};
+  compare_detail::run_row(chain, "reference", o.compare, run, {}, nullptr, &track);
+  return track;
 }
 
 std::vector<int> sizes(const ScalingOptions& o) {
@@ -94,11 +97,13 @@ ScalingReport scaling_study(const ScalingOptions& options, const std::function<v
   std::map<std::pair<std::string, int>, ScalingRow> last_run;  // per (formulation, threads)
   for (int n : sizes(options)) {
     const Model chain = make_chain(n, options.joint);
+    const compare_detail::PositionTrack reference = reference_track(chain, options);
     for (const std::string& name : names)
       for (int threads : options.threads) {
         const auto key = std::make_pair(name, threads);
         const auto it = last_run.find(key);
-        ScalingRow row = run_point(chain, name, threads, options, it == last_run.end() ? nullptr : &it->second);
+        ScalingRow row = run_point(chain, name, threads, options, it == last_run.end() ? nullptr : &it->second,
+                                   reference.t.empty() ? nullptr : &reference);
         if (row.t_reached > 0.0) last_run[key] = row;
         if (progress) progress(row);
         report.rows.push_back(std::move(row));
@@ -111,11 +116,12 @@ std::string scaling_csv(const ScalingReport& report) {
   using namespace compare_detail;
   std::ostringstream s;
   s << "bodies,threads,formulation,status,t_reached,wall_s,steps,wall_per_simulated_s,real_time_factor,"
-       "cost_over_fastest,message\n";
+       "cost_over_fastest,position_deviation_m,message\n";
   for (const ScalingRow& r : report.rows)
     s << r.bodies << "," << r.threads << "," << r.formulation << "," << r.status << "," << csv_number(r.t_reached) << ","
       << csv_number(r.wall_seconds) << "," << r.steps << "," << csv_number(r.cost()) << "," << csv_number(1.0 / r.cost())
-      << "," << csv_number(r.cost() / fastest(report, r.bodies, r.threads)) << "," << csv_field(r.message) << "\n";
+      << "," << csv_number(r.cost() / fastest(report, r.bodies, r.threads)) << "," << csv_number(r.position_deviation)
+      << "," << csv_field(r.message) << "\n";
   return s.str();
 }
 
@@ -144,7 +150,8 @@ std::string scaling_markdown(const ScalingReport& report) {
           s << " " << (r && r->status == "unsupported" ? "unsupported" : "-") << " |";
           continue;
         }
-        s << " " << fmt(1e3 * r->cost()) << " (" << fmt(r->cost() / best, 2) << "x)";
+        s << " " << fmt(1e3 * r->cost());
+        if (!std::isnan(best)) s << " (" << fmt(r->cost() / best, 2) << "x)";
         if (r->status == "failed") s << " failed at " << fmt(r->t_reached) << " s";
         s << " |";
       }
@@ -169,14 +176,35 @@ std::string scaling_markdown(const ScalingReport& report) {
         s << "\n";
       }
   }
+  s << "\nLargest position deviation from the reference over the run [m], " << o.threads.front() << " thread"
+    << (o.threads.front() > 1 ? "s" : "") << " (chains of up to " << o.compare.reference_max_bodies
+    << " bodies; a failed run's up to its failure): what each cost above buys.\n\n| bodies |";
+  for (const auto& n : names)
+    if (n != "reference") s << " " << n << " |";
+  s << "\n|---:|";
+  for (std::size_t k = 1; k < names.size(); ++k) s << "---:|";
+  s << "\n";
+  for (int n : sizes(o)) {
+    if (n > o.compare.reference_max_bodies) break;
+    s << "| " << n << " |";
+    for (const auto& name : names) {
+      if (name == "reference") continue;
+      const ScalingRow* r = find(report, n, o.threads.front(), name);
+      s << " " << (r ? fmt(r->position_deviation) : "-") << " |";
+    }
+    s << "\n";
+  }
   s << "\nSettings (as `treedyn compare` chooses them for these chains):\n\n";
   CompareOptions c = o.compare;
   for (const auto& name : names) s << "- " << name << ": " << describe_settings(name, suggested_settings(sample_chain, name, c)) << "\n";
   std::string notes;
-  for (const ScalingRow& r : report.rows)
-    if (!r.message.empty())
-      notes += "- " + r.formulation + ", " + std::to_string(r.bodies) + " bodies, " + std::to_string(r.threads) +
-               " thread(s), " + r.status + ": " + r.message + "\n";
+  for (std::size_t k = 0; k < report.rows.size(); ++k) {  // one line per run, thread counts merged
+    const ScalingRow& r = report.rows[k];
+    if (r.message.empty() || (k > 0 && report.rows[k - 1].bodies == r.bodies &&
+                              report.rows[k - 1].formulation == r.formulation && report.rows[k - 1].message == r.message))
+      continue;
+    notes += "- " + r.formulation + ", " + std::to_string(r.bodies) + " bodies, " + r.status + ": " + r.message + "\n";
+  }
   if (!notes.empty()) s << "\nNot run or failed:\n\n" << notes;
   return s.str();
 }
