@@ -21,7 +21,10 @@ struct CompareOptions {
   std::optional<double> dt;               // step of ali3 and half-/fully-implicit (default: the model's, else the papers')
   std::optional<double> rtol;             // rtol = atol of dca and hdca (the reference keeps its own)
   std::optional<double> alpha;            // ali3's penalty
-  std::optional<double> sample_interval;  // common sample times; default max(0.01 s, the step given as dt)
+  /// Interval of the common sample times; default max(0.01 s, the step given as dt). The work of
+  /// drivers and dampers is integrated over the samples; finer sampling costs the adaptive
+  /// integrators an interpolation per output, counted in their wall time.
+  std::optional<double> sample_interval;
   int threads = 1;
   int reference_max_bodies = 64;          // beyond: no reference run (dense, O(n^3) per step)
 };
@@ -56,6 +59,7 @@ struct CompareReport {
   int bodies = 0;
   double t_end = 0.0, sample_interval = 0.0;
   int threads = 1;
+  double energy_initial = 0.0;  // kinetic + potential at t0, J (the scale of the energy drifts)
   std::string reference_note;  // how the deviations were obtained, or why there are none
   std::vector<CompareRow> rows;
 };

@@ -212,6 +212,7 @@ CompareReport compare_formulations(const Model& model, const CompareOptions& opt
       row.message = report.reference_note;
     }
     if (progress) progress(row);
+    if (row.status == "ok" || row.status == "failed") report.energy_initial = row.result.energy_initial;
     report.rows.push_back(std::move(row));
   }
   return report;
@@ -244,7 +245,9 @@ std::string compare_markdown(const CompareReport& report) {
   s << "# " << report.model << " under every formulation\n\n"
     << report.bodies << " bodies, " << fmt(report.t_end) << " s, samples every " << fmt(report.sample_interval)
     << " s, " << report.threads << " thread" << (report.threads > 1 ? "s" : "") << "; " << report.reference_note
-    << ". Wall time counts advancing only (not sampling or writing).\n\n"
+    << ". Initial energy " << fmt(report.energy_initial, 6) << " J. Wall time counts advancing only (not sampling or "
+       "writing); the work of drivers and dampers in the energy balance is integrated over the samples (`--sample` "
+       "refines it, at a cost in the adaptive methods' wall time: each output interpolates).\n\n"
     << "| formulation | status | wall [s] | real-time factor | steps | RHS | Newton it. | max position deviation [m] | "
        "max energy drift [J] | max constraint error: position / velocity / acceleration |\n"
     << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";

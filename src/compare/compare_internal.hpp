@@ -36,7 +36,9 @@ std::string csv_number(double x);
 std::vector<std::string> formulation_names(const std::vector<std::string>& requested);
 /// Throws std::invalid_argument for a non-positive option.
 void validate(const CompareOptions& options);
-/// The interval of the common sample times.
+/// The interval of the common sample times: the option, else max(0.01 s, the step given as dt),
+/// at most t_end. Not finer by default: every output costs the adaptive integrators an
+/// interpolation, which would count in their wall time.
 double sample_interval(const CompareOptions& options, double t_end);
 
 }  // namespace treedyn::compare_detail
