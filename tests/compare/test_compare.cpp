@@ -208,3 +208,20 @@ TEST(Scaling, RunsPredictedBeyondTheBudgetAreSkipped) {
     EXPECT_NE(report.rows[static_cast<std::size_t>(k)].message.find("budget"), std::string::npos);
   }
 }
+
+// ali3's penalty scales with the total mass over h^2 (docs/results/compare.md, "The penalty"):
+// on paper 002's driven mechanisms at h = 1e-3 the rule picks 1e9 (slider-crank, 2.6 kg) and 1e12
+// (four-link, 2.8 t), where paper 000's 1e6 diverges within 0.1 s. With it ali3 follows the
+// reference: both mechanisms have 0 degrees of freedom, so positions are the constraints' solution
+// (measured 2e-12 and 5e-9 m over 8 s; bounded by 1e-6 m over 1 s).
+TEST(Compare, Ali3PenaltyFollowsMassAndStepOnDrivenMechanisms) {
+  for (const auto& [name, alpha] : {std::pair<std::string, double>{"slider_crank", 1e9}, {"four_link", 1e12}}) {
+    const Model model = read_model_file(test::model_path(name));
+    CompareOptions o = over(1.0);
+    o.formulations = {"ali3"};
+    EXPECT_DOUBLE_EQ(suggested_settings(model, "ali3", o).ali3.alpha, alpha) << name;
+    const CompareReport report = compare_formulations(model, o);
+    EXPECT_EQ(row(report, "ali3").status, "ok") << name << ": " << row(report, "ali3").message;
+    EXPECT_LT(row(report, "ali3").position_deviation, 1e-6) << name;
+  }
+}
