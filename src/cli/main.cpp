@@ -188,7 +188,7 @@ struct CompareArgs {
 void add_compare_options(CLI::App* cmd, CompareArgs& a) {
   cmd->add_option("--formulations", a.formulations, "formulations to run, comma-separated, or all (default: all)")
       ->delimiter(',');
-  cmd->add_option("--dt", a.dt, "step of ali3, half- and fully-implicit (defaults: their papers', 0.01 s and 1e-3 s)");
+  cmd->add_option("--dt", a.dt, "step of ali3, half- and fully-implicit (default: the model file's step, else their papers', 0.01 s and 1e-3 s)");
   cmd->add_option("--rtol", a.rtol, "rtol = atol of dca and hdca (default 1e-6; the reference keeps 1e-10)");
   cmd->add_option("--alpha", a.alpha,
                   "ali3's penalty (default 1e6, raised by powers of ten until alpha h^2 / (4 M) >= 10, M the total mass)");

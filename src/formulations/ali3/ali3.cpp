@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "../common/equal_steps.hpp"
 #include "../common/joint_blocks.hpp"
 #include "../common/reactions.hpp"
 #include "treedyn/dc_core.hpp"
@@ -85,10 +86,7 @@ class Ali3 final : public Formulation {
 
   void advance_to(double t_target) override {
     StageTimer::Scope counting(timer_);
-    while (t_ < t_target - 1e-12 * std::max(1.0, std::abs(t_target))) {
-      const double h = std::min(options_.dt, t_target - t_);
-      step(h);
-    }
+    equal_steps(t_, t_target, options_.dt, [&](double t_next) { step(t_next - t_); });
   }
 
   void snapshot(Snapshot& out) override {

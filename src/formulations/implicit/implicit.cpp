@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "../common/equal_steps.hpp"
 #include "../common/joint_blocks.hpp"
 #include "../common/reactions.hpp"
 #include "treedyn/dc_core.hpp"
@@ -113,13 +114,7 @@ class Implicit final : public Formulation {
   void advance_to(double t_target) override {
     StageTimer::Scope counting(timer_);
     timer_.start();
-    // Equal steps of at most dt that end exactly at t_target: never a sliver of a step, whose
-    // h would enter 1/h and 1/h^2 (Eqs. 4, 13c).
-    const double span = t_target - t_;
-    if (span <= 1e-12 * std::max(1.0, std::abs(t_target))) return;
-    const long steps = std::max(1L, static_cast<long>(std::ceil(span / options_.dt - 1e-9)));
-    const double t0 = t_;
-    for (long k = 1; k <= steps; ++k) step(t0 + span * static_cast<double>(k) / static_cast<double>(steps) - t_);
+    equal_steps(t_, t_target, options_.dt, [&](double t_next) { step(t_next - t_); });  // h in Eqs. 4, 13c
   }
 
   void snapshot(Snapshot& out) override {
