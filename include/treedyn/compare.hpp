@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "treedyn/formulations.hpp"
@@ -53,6 +54,8 @@ struct CompareRow {
   /// without a reference (and for the reference itself).
   double position_deviation = std::numeric_limits<double>::quiet_NaN();
   double deviation_until = 0.0;
+  /// (t, largest |r_i - r_i^ref| over bodies) at each common sample time; empty without reference.
+  std::vector<std::pair<double, double>> deviation_history;
 };
 
 struct CompareReport {
@@ -75,6 +78,8 @@ CompareReport compare_formulations(const Model& model, const CompareOptions& opt
                                    const std::string& output_dir = {}, const CompareProgress& progress = {});
 
 std::string compare_csv(const CompareReport& report);
+/// Deviation from the reference over time: t, then one column per measured formulation.
+std::string compare_deviation_csv(const CompareReport& report);
 std::string compare_markdown(const CompareReport& report);
 
 // ---------------------------------------------------------------------------------------------

@@ -216,7 +216,8 @@ int compare(const std::string& path, const CompareArgs& a, double t_end, int thr
   });
   write_text(dir + "/compare.csv", compare_csv(report));
   write_text(dir + "/compare.md", compare_markdown(report));
-  if (!quiet) std::printf("\n%s\nwrote %s/{compare.csv, compare.md} and one folder of results per formulation\n",
+  write_text(dir + "/deviation.csv", compare_deviation_csv(report));
+  if (!quiet) std::printf("\n%s\nwrote %s/{compare.csv, compare.md, deviation.csv} and one folder of results per formulation\n",
                           compare_markdown(report).c_str(), dir.c_str());
   return 0;
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -25,12 +26,11 @@ class DeviationSink : public SampleSink {
     const auto it = std::lower_bound(reference_.t.begin(), reference_.t.end(), s.t - tol);
     if (it == reference_.t.end() || std::abs(*it - s.t) > tol) return;  // past the reference's failure
     const auto& r_ref = reference_.r[static_cast<std::size_t>(it - reference_.t.begin())];
-    for (std::size_t i = 0; i < s.bodies.size(); ++i) max = std::max(max, (s.bodies[i].r - r_ref[i]).norm());
-    until = s.t;
-    compared = true;
+    double d = 0.0;
+    for (std::size_t i = 0; i < s.bodies.size(); ++i) d = std::max(d, (s.bodies[i].r - r_ref[i]).norm());
+    history.emplace_back(*it, d);
   }
-  double max = 0.0, until = 0.0;
-  bool compared = false;
+  std::vector<std::pair<double, double>> history;  // (reference sample time, largest body distance)
 
  private:
   const PositionTrack& reference_;
@@ -74,9 +74,11 @@ CompareRow run_row(const Model& model, const std::string& name, const CompareOpt
   if (writer) writer->finish(row.result);
   row.status = row.result.status;
   row.message = row.result.message;
-  if (deviation && deviation->compared) {
-    row.position_deviation = deviation->max;
-    row.deviation_until = deviation->until;
+  if (deviation && !deviation->history.empty()) {
+    row.deviation_history = std::move(deviation->history);
+    row.position_deviation = 0.0;
+    for (const auto& [t, d] : row.deviation_history) row.position_deviation = std::max(row.position_deviation, d);
+    row.deviation_until = row.deviation_history.back().first;
   }
   return row;
 }
@@ -234,6 +236,28 @@ std::string compare_csv(const CompareReport& report) {
       << number(r.energy_drift_max) << "," << number(r.constraint_error_max.position) << ","
       << number(r.constraint_error_max.velocity) << "," << number(r.constraint_error_max.acceleration) << ","
       << csv_field(row.message) << "\n";
+  }
+  return s.str();
+}
+
+std::string compare_deviation_csv(const CompareReport& report) {
+  std::map<double, std::vector<std::string>> table;  // sample time -> one cell per measured row
+  std::vector<const CompareRow*> measured;
+  for (const CompareRow& row : report.rows)
+    if (!row.deviation_history.empty()) measured.push_back(&row);
+  for (std::size_t k = 0; k < measured.size(); ++k)
+    for (const auto& [t, d] : measured[k]->deviation_history) {
+      auto& cells = table.try_emplace(t, measured.size()).first->second;
+      cells[k] = compare_detail::csv_number(d);
+    }
+  std::ostringstream s;
+  s << "t";
+  for (const CompareRow* row : measured) s << "," << row->formulation;
+  s << "\n";
+  for (const auto& [t, cells] : table) {
+    s << compare_detail::csv_number(t);
+    for (const std::string& c : cells) s << "," << c;
+    s << "\n";
   }
   return s.str();
 }

@@ -95,7 +95,7 @@ TEST(Cli, CompareWritesTablesAndEachFormulationsResults) {
                        " --formulations dca,ali3 --t-end 0.3 -o " + dir);
   ASSERT_EQ(out.status, 0) << out.text;
   EXPECT_NE(out.text.find("| ali3 | ok |"), std::string::npos) << out.text;
-  for (const char* f : {"compare.csv", "compare.md", "dca/trajectory.csv", "ali3/metrics.csv", "reference/summary.json"})
+  for (const char* f : {"compare.csv", "compare.md", "deviation.csv", "dca/trajectory.csv", "ali3/metrics.csv", "reference/summary.json"})
     EXPECT_TRUE(std::filesystem::exists(dir + "/" + f)) << f;
 }
 

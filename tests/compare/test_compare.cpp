@@ -98,6 +98,15 @@ TEST(Compare, DeviationIsTheLargestBodyDistanceAtCommonTimes) {
   }
   EXPECT_GT(expected, 0.0);
   EXPECT_DOUBLE_EQ(row(report, "dca").position_deviation, expected);
+  // The history holds the same distance at every sample time, and its CSV one line per time.
+  const auto& history = row(report, "dca").deviation_history;
+  ASSERT_EQ(history.size(), ref.snapshots.size());
+  EXPECT_DOUBLE_EQ(history[10].first, ref.snapshots[10].t);
+  EXPECT_DOUBLE_EQ(history[10].second, std::max((ref.snapshots[10].bodies[0].r - dca.snapshots[10].bodies[0].r).norm(),
+                                                (ref.snapshots[10].bodies[1].r - dca.snapshots[10].bodies[1].r).norm()));
+  const std::string csv = compare_deviation_csv(report);
+  EXPECT_EQ(csv.rfind("t,dca\n0,0\n", 0), 0u) << csv.substr(0, 40);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + static_cast<long>(history.size()));
 }
 
 // A formulation that cannot take the model, and one that diverges, get their rows; the others run.
