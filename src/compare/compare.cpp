@@ -45,6 +45,22 @@ struct Tee : SampleSink {
   }
 };
 
+/// How the deviations were obtained, or why there are none.
+std::string reference_note(const Model& model, const CompareOptions& options, bool with_reference,
+                           const CompareRow& reference_row, const PositionTrack& reference) {
+  if (!with_reference)
+    return "no reference run: " + std::to_string(model.body_count()) + " bodies > " +
+           std::to_string(options.reference_max_bodies) +
+           " (the dense reference costs O(n^3) per step; raise --reference-max-bodies to run it)";
+  std::ostringstream note;
+  note << "deviations from `reference` (" << reference_row.settings << ") at the " << reference.t.size()
+       << " common sample times";
+  if (reference_row.status != "ok")
+    note << " up to t = " << (reference.t.empty() ? 0.0 : reference.t.back()) << " s (the reference "
+         << reference_row.status << ": " << reference_row.message << ")";
+  return note.str();
+}
+
 }  // namespace
 
 namespace compare_detail {
@@ -185,20 +201,10 @@ CompareReport compare_formulations(const Model& model, const CompareOptions& opt
   const RunOptions run{report.t_end, report.sample_interval, 1};
 
   compare_detail::PositionTrack reference;
-  CompareRow reference_row;
   const bool with_reference = model.body_count() <= options.reference_max_bodies;
-  if (with_reference) {
-    reference_row = compare_detail::run_row(model, "reference", options, run, output_dir, nullptr, &reference);
-    std::ostringstream note;
-    note << "deviations from `reference` (" << reference_row.settings << ") at the " << reference.t.size()
-         << " common sample times";
-    if (reference_row.status != "ok") note << " up to t = " << (reference.t.empty() ? 0.0 : reference.t.back()) << " s (the reference " << reference_row.status << ": " << reference_row.message << ")";
-    report.reference_note = note.str();
-  } else {
-    report.reference_note = "no reference run: " + std::to_string(model.body_count()) + " bodies > " +
-                            std::to_string(options.reference_max_bodies) +
-                            " (the dense reference costs O(n^3) per step; raise --reference-max-bodies to run it)";
-  }
+  CompareRow reference_row;
+  if (with_reference) reference_row = compare_detail::run_row(model, "reference", options, run, output_dir, nullptr, &reference);
+  report.reference_note = reference_note(model, options, with_reference, reference_row, reference);
   const compare_detail::PositionTrack* track = with_reference && !reference.t.empty() ? &reference : nullptr;
   for (const std::string& name : names) {
     CompareRow row;
