@@ -7,6 +7,7 @@
 
 #include "../common/equal_steps.hpp"
 #include "../common/joint_blocks.hpp"
+#include "../common/tree_context.hpp"
 #include "../common/reactions.hpp"
 #include "treedyn/dc_core.hpp"
 #include "treedyn/errors.hpp"
@@ -52,21 +53,16 @@ class Ali3 final : public Formulation {
       : model_(model),
         options_(options),
         n_(model.body_count()),
-        constraints_(model),
-        joint_blocks_(model, constraints_, 7, "ali3"),
-        topology_(model),
-        tree_(model, topology_),
-        loads_(model),
-        parallel_(options.threads),
+        ctx_(model, 7, "ali3", options.threads),
         timer_({"newton", "velocity projection", "acceleration projection"}),
         state_(initial_state(model)),
         bodies_(static_cast<std::size_t>(n_)),
-        blocks_(static_cast<std::size_t>(constraints_.block_count())),
+        blocks_(static_cast<std::size_t>(ctx_.constraints.block_count())),
         wrenches_(static_cast<std::size_t>(n_)),
-        lambda_(Eigen::VectorXd::Zero(constraints_.rows())) {
+        lambda_(Eigen::VectorXd::Zero(ctx_.constraints.rows())) {
     check(options);
-    constraints_.evaluate(0.0, state_, blocks_);
-    core_ = std::make_unique<Tree>(tree_, joint_blocks_.sides());
+    ctx_.constraints.evaluate(0.0, state_, blocks_);
+    core_ = std::make_unique<Tree>(ctx_.tree, ctx_.joint_blocks.sides());
     rows_.resize(model.joints.size());
     for (const auto& f : model.frictions)
       warnings_.push_back("ali3: Coulomb friction '" + f.name + "' is ignored (not supported by this formulation)");
@@ -100,7 +96,7 @@ class Ali3 final : public Formulation {
       s.alpha = 2.0 * E_matrix<double>(b.q.tail<4>()) * b.qdd_projected.tail<4>();  // Edot pd = 0
     }
     evaluate_all_blocks(t_);
-    reactions_from_multipliers(constraints_, blocks_, lambda_, state_, out);
+    reactions_from_multipliers(ctx_.constraints, blocks_, lambda_, state_, out);
     out.extra_power = 0.0;
   }
 
@@ -135,7 +131,7 @@ class Ali3 final : public Formulation {
   // Kinematics ------------------------------------------------------------------------------
   /// Absolute body states (unit quaternions for the constraint equations) from q, qd.
   void update_states() {
-    parallel_.for_each(n_, [&](int i) {
+    ctx_.parallel.for_each(n_, [&](int i) {
       const BodyData& b = body(i);
       BodyState& s = state_[static_cast<std::size_t>(i)];
       const Vec4 p = b.q.tail<4>();
@@ -147,8 +143,8 @@ class Ali3 final : public Formulation {
   }
 
   void evaluate_all_blocks(double t) {
-    parallel_.for_each(constraints_.block_count(),
-                       [&](int k) { constraints_.evaluate_block(k, t, state_, blocks_[static_cast<std::size_t>(k)]); });
+    ctx_.parallel.for_each(ctx_.constraints.block_count(),
+                       [&](int k) { ctx_.constraints.evaluate_block(k, t, state_, blocks_[static_cast<std::size_t>(k)]); });
   }
 
   /// Evaluates joint j's blocks at (t, state_) and sets r of its tree rows from `rhs` (Phi,
@@ -158,9 +154,9 @@ class Ali3 final : public Formulation {
   template <class Rhs>
   void joint_rows(int j, double t, bool tangent, Rhs&& rhs) {
     Rows& jr = rows_[static_cast<std::size_t>(j)];
-    joint_blocks_.evaluate(j, t, state_, blocks_);
+    ctx_.joint_blocks.evaluate(j, t, state_, blocks_);
     if (tangent) jr.compliance = 1.0 / options_.alpha;
-    joint_blocks_.fill(j, tangent, blocks_, jr, to_q(), rhs);
+    ctx_.joint_blocks.fill(j, tangent, blocks_, jr, to_q(), rhs);
   }
 
   /// Maps a body's twist Jacobian rows to its 7 coordinates at the current iterate.
@@ -179,8 +175,8 @@ class Ali3 final : public Formulation {
   // Dynamics --------------------------------------------------------------------------------
   /// M, Q and Psi of every body at the iterate.
   void body_dynamics(double t) {
-    loads_.evaluate(t, state_, wrenches_);
-    parallel_.for_each(n_, [&](int i) {
+    ctx_.loads.evaluate(t, state_, wrenches_);
+    ctx_.parallel.for_each(n_, [&](int i) {
       BodyData& b = body(i);
       const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
       const Vec4 p = b.q.tail<4>(), pd = b.qd.tail<4>();
@@ -197,7 +193,7 @@ class Ali3 final : public Formulation {
   /// Phi_q' lambda on body i in its 7 coordinates, with the Jacobians of the current iterate
   /// (blocks_).
   Vec7 constraint_load(int i) const {
-    return joint_blocks_.load_on<7>(i, core_->leaf(i).handles, blocks_, lambda_, to_q());
+    return ctx_.joint_blocks.load_on<7>(i, core_->leaf(i).handles, blocks_, lambda_, to_q());
   }
 
   /// The step's tangent of body i: M_c (mass only unless geometric stiffness is asked for) and
@@ -230,14 +226,14 @@ class Ali3 final : public Formulation {
         moved.q = quaternion<double>(Vec4(q.tail<4>()).normalized());
         Vec7 load = Vec7::Zero();
         for (int j : core_->leaf(i).handles)
-          for (int k : joint_blocks_.blocks_of(j)) {
+          for (int k : ctx_.joint_blocks.blocks_of(j)) {
             const Joint& joint = model_.joints[static_cast<std::size_t>(j)];
             const bool parent = joint.parent == i;
-            constraints_.evaluate_block(k, t, parent ? moved : state_of(state_, joint.parent),
+            ctx_.constraints.evaluate_block(k, t, parent ? moved : state_of(state_, joint.parent),
                                         parent ? state_of(state_, joint.child) : moved, scratch);
             const int m = scratch.size();
             load.noalias() += in_q(parent ? scratch.J_P : scratch.J_C, q.tail<4>(), m).transpose() *
-                              lambda_.segment(constraints_.offset(k), m);
+                              lambda_.segment(ctx_.constraints.offset(k), m);
           }
         D.col(c) += sign * load / (2.0 * eps);
       }
@@ -270,12 +266,12 @@ class Ali3 final : public Formulation {
       b.delta.noalias() = b.K * f;
       b.delta += b.bias;
     };
-    if (full) core_->solve(rows_, parallel_, leaf_in, leaf_out);
-    else core_->solve_bias(rows_, parallel_, leaf_in, leaf_out);
+    if (full) core_->solve(rows_, ctx_.parallel, leaf_in, leaf_out);
+    else core_->solve_bias(rows_, ctx_.parallel, leaf_in, leaf_out);
   }
 
   /// lambda += scale * (the tree's multipliers), block by block.
-  void add_multipliers(double scale) { joint_blocks_.add_multipliers(*core_, scale, lambda_, blocks_); }
+  void add_multipliers(double scale) { ctx_.joint_blocks.add_multipliers(*core_, scale, lambda_, blocks_); }
 
   // The algorithm ---------------------------------------------------------------------------
   /// Consistent accelerations and multipliers at t0 (Sect. 3.5, step 1): the augmented
@@ -292,7 +288,7 @@ class Ali3 final : public Formulation {
     update_states();
     body_dynamics(t_);
     const double h = options_.dt, s = 0.25 * h * h;
-    parallel_.for_each(model_.joint_count(), [&](int j) {
+    ctx_.parallel.for_each(model_.joint_count(), [&](int j) {
       joint_rows(j, t_, true, [](const ConstraintBlock& b) { return b.gamma; });
       rows_[static_cast<std::size_t>(j)].compliance = 0.0;  // hard rows: exact consistency
     });
@@ -337,7 +333,7 @@ class Ali3 final : public Formulation {
 
   /// Step 3 of Sect. 3.5: modified Newton-Raphson with the tangent held from the first iteration.
   void newton(double t, double h) {
-    parallel_.for_each(n_, [&](int i) {  // predictor (Sect. 3.2)
+    ctx_.parallel.for_each(n_, [&](int i) {  // predictor (Sect. 3.2)
       BodyData& b = body(i);
       b.q = b.q_bar + h * b.qd_bar + 0.5 * h * h * b.qdd_bar;
       trapezoidal_rates(b, h);
@@ -347,7 +343,7 @@ class Ali3 final : public Formulation {
       const bool first = k == 0;
       update_states();
       body_dynamics(t);
-      parallel_.for_each(model_.joint_count(),
+      ctx_.parallel.for_each(model_.joint_count(),
                          [&](int j) { joint_rows(j, t, first, [](const ConstraintBlock& b) { return -b.phi; }); });
       solve_tree(first, t, h, [&](int i) -> Vec7 {  // delta_3 (Eq. 27), penalty term as in ali3.hpp
         const BodyData& b = body(i);
@@ -394,7 +390,7 @@ class Ali3 final : public Formulation {
   void project_velocities(double t, double h) {
     const double s = 0.25 * h * h;
     update_states();
-    parallel_.for_each(model_.joint_count(),
+    ctx_.parallel.for_each(model_.joint_count(),
                        [&](int j) { joint_rows(j, t, false, [](const ConstraintBlock& b) { return -b.phi_t; }); });
     solve_tree(false, t, h, [&](int i) -> Vec7 {  // theta (Eq. 45)
       const BodyData& b = body(i);
@@ -409,7 +405,7 @@ class Ali3 final : public Formulation {
   void project_accelerations(double t, double h) {
     const double s = 0.25 * h * h;
     update_states();
-    parallel_.for_each(model_.joint_count(),
+    ctx_.parallel.for_each(model_.joint_count(),
                        [&](int j) { joint_rows(j, t, false, [](const ConstraintBlock& b) { return b.gamma; }); });
     solve_tree(false, t, h, [&](int i) -> Vec7 {  // xi (Eq. 60)
       const BodyData& b = body(i);
@@ -436,12 +432,7 @@ class Ali3 final : public Formulation {
   const Model& model_;
   Ali3Options options_;
   const int n_;
-  ConstraintSet constraints_;
-  JointBlocks joint_blocks_;
-  Topology topology_;
-  AssemblyTree tree_;
-  AppliedLoads loads_;
-  Parallel parallel_;
+  TreeContext ctx_;
   StageTimer timer_;
   SystemState state_;
   std::vector<BodyData> bodies_;

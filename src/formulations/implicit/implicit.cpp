@@ -9,6 +9,7 @@
 
 #include "../common/equal_steps.hpp"
 #include "../common/joint_blocks.hpp"
+#include "../common/tree_context.hpp"
 #include "../common/reactions.hpp"
 #include "treedyn/dc_core.hpp"
 #include "treedyn/errors.hpp"
@@ -64,25 +65,20 @@ class Implicit final : public Formulation {
         options_(options),
         half_(options.scheme == Scheme::HalfImplicit),
         n_(model.body_count()),
-        constraints_(model),
-        joint_blocks_(model, constraints_, 6, name()),
-        topology_(model),
-        tree_(model, topology_),
-        loads_(model),
-        parallel_(options.threads),
+        ctx_(model, 6, name(), options.threads),
         timer_({"residuals and Jacobians", "linear solves"}),
         state_(initial_state(model)),
         state_n_(state_),
         bodies_(static_cast<std::size_t>(n_)),
-        blocks_(static_cast<std::size_t>(constraints_.block_count())),
+        blocks_(static_cast<std::size_t>(ctx_.constraints.block_count())),
         blocks_n_(blocks_),
         wrenches_(static_cast<std::size_t>(n_)),
         rows_(model.joints.size()),
-        lambda_(Eigen::VectorXd::Zero(constraints_.rows())),
+        lambda_(Eigen::VectorXd::Zero(ctx_.constraints.rows())),
         mu_(lambda_),
         d_mu_(lambda_) {
     check(options);
-    core_ = std::make_unique<Tree>(tree_, joint_blocks_.sides());
+    core_ = std::make_unique<Tree>(ctx_.tree, ctx_.joint_blocks.sides());
     if (options.linear_solver == ImplicitOptions::LinearSolver::Sparse) setup_sparse();
     setup_frictions();
     if (!half_ && (!model.springs.empty() || !model.rotational_springs.empty()))
@@ -126,10 +122,10 @@ class Implicit final : public Formulation {
       s.alpha = s.q * body(i).wd_bar;  // d/dt (A w_bar) = A w_bar_dot
     }
     if (half_) {  // lambda_n acts through the Jacobians of t_n (Eq. 3)
-      reactions_from_multipliers(constraints_, blocks_n_, lambda_, state_n_, out);
+      reactions_from_multipliers(ctx_.constraints, blocks_n_, lambda_, state_n_, out);
     } else {
-      constraints_.evaluate(t_, state_, blocks_);
-      reactions_from_multipliers(constraints_, blocks_, lambda_, state_, out);
+      ctx_.constraints.evaluate(t_, state_, blocks_);
+      reactions_from_multipliers(ctx_.constraints, blocks_, lambda_, state_, out);
     }
     out.extra_power = 0.0;
     for (const FrictionLoad& f : frictions_) {
@@ -176,7 +172,7 @@ class Implicit final : public Formulation {
   }
 
   void update_states() {
-    parallel_.for_each(n_, [&](int i) {
+    ctx_.parallel.for_each(n_, [&](int i) {
       const BodyData& b = body(i);
       BodyState& s = state_[static_cast<std::size_t>(i)];
       s.r = b.r;
@@ -198,7 +194,7 @@ class Implicit final : public Formulation {
 
   /// F = [f; A' n - w_bar x J_bar w_bar] of every body at (t, state_), friction included.
   void applied_forces(double t) {
-    loads_.evaluate(t, state_, wrenches_);
+    ctx_.loads.evaluate(t, state_, wrenches_);
     for (const FrictionLoad& f : frictions_) {
       const Joint& j = model_.joints[static_cast<std::size_t>(f.joint)];
       const Slide s = slide_of(j, state_);
@@ -207,7 +203,7 @@ class Implicit final : public Formulation {
       if (j.parent != kGround)
         wrenches_[static_cast<std::size_t>(j.parent)] -= wrench_at_com(F, s.point, state_of(state_, j.parent).r);
     }
-    parallel_.for_each(n_, [&](int i) {
+    ctx_.parallel.for_each(n_, [&](int i) {
       BodyData& b = body(i);
       const Mat3& J = model_.bodies[static_cast<std::size_t>(i)].inertia;
       const Vec6& w = wrenches_[static_cast<std::size_t>(i)];
@@ -221,7 +217,7 @@ class Implicit final : public Formulation {
     for (FrictionLoad& f : frictions_) {
       const Joint& j = model_.joints[static_cast<std::size_t>(f.joint)];
       const ConstraintBlock& b = blocks_n_[static_cast<std::size_t>(f.joint)];  // the joint's own block
-      const Vec3 reaction = (-b.J_C.transpose() * lambda_.segment(constraints_.offset(f.joint), b.size())).head<3>();
+      const Vec3 reaction = (-b.J_C.transpose() * lambda_.segment(ctx_.constraints.offset(f.joint), b.size())).head<3>();
       const Slide s = slide_of(j, state_);
       const double normal = (reaction - reaction.dot(s.axis) * s.axis).norm();
       f.force = std::abs(s.speed) < 1e-5 ? Vec3::Zero() : Vec3(-f.mu * normal * std::copysign(1.0, s.speed) * s.axis);
@@ -260,9 +256,9 @@ class Implicit final : public Formulation {
       for (const auto& fh : node.f) f += fh;
       b.delta.noalias() = b.K * f;
     };
-    if (factor) core_->solve(rows_, parallel_, leaf_in, leaf_out);
-    else core_->solve_bias(rows_, parallel_, leaf_in, leaf_out);
-    joint_blocks_.add_multipliers(*core_, -1.0, multipliers, blocks_);
+    if (factor) core_->solve(rows_, ctx_.parallel, leaf_in, leaf_out);
+    else core_->solve_bias(rows_, ctx_.parallel, leaf_in, leaf_out);
+    ctx_.joint_blocks.add_multipliers(*core_, -1.0, multipliers, blocks_);
   }
 
   /// The joints' multipliers in the sparse system, in the tree's sign convention (for
@@ -285,7 +281,7 @@ class Implicit final : public Formulation {
     int rows = 0;
     for (int j = 0; j < model_.joint_count(); ++j) {
       sparse_offsets_.push_back(rows);
-      rows += joint_blocks_.rows(j);
+      rows += ctx_.joint_blocks.rows(j);
     }
     sparse_rhs_.setZero(6 * n_ + rows);
   }
@@ -302,7 +298,7 @@ class Implicit final : public Formulation {
             if (body(i).M(a, c) != 0.0) t.emplace_back(6 * i + a, 6 * i + c, body(i).M(a, c));
       for (int j = 0; j < model_.joint_count(); ++j) {
         const Rows& jr = rows_[static_cast<std::size_t>(j)];
-        const dc::JointSides& s = joint_blocks_.sides()[static_cast<std::size_t>(j)];
+        const dc::JointSides& s = ctx_.joint_blocks.sides()[static_cast<std::size_t>(j)];
         for (int row = 0; row < jr.rows; ++row)
           for (int c = 0; c < 6; ++c) {
             const int at = nx + sparse_offsets_[static_cast<std::size_t>(j)] + row;
@@ -328,20 +324,20 @@ class Implicit final : public Formulation {
     }
     sparse_solution_ = sparse_lu_.solve(sparse_rhs_);
     for (int i = 0; i < n_; ++i) body(i).delta = sparse_solution_.segment<6>(6 * i);
-    joint_blocks_.add_multipliers(SparseMultipliers{&sparse_solution_, &sparse_offsets_, &joint_blocks_, n_}, -1.0,
+    ctx_.joint_blocks.add_multipliers(SparseMultipliers{&sparse_solution_, &sparse_offsets_, &ctx_.joint_blocks, n_}, -1.0,
                                   multipliers, blocks_);
   }
 
   /// Fills every joint's rows from `blocks` (Jacobians at `state` with `jacobians`) with r from rhs.
   template <class Rhs>
   void fill_rows(bool jacobians, const std::vector<ConstraintBlock>& blocks, const SystemState& state, Rhs&& rhs) {
-    parallel_.for_each(model_.joint_count(), [&](int j) {
-      joint_blocks_.fill(j, jacobians, blocks, rows_[static_cast<std::size_t>(j)], to_x(state), rhs);
+    ctx_.parallel.for_each(model_.joint_count(), [&](int j) {
+      ctx_.joint_blocks.fill(j, jacobians, blocks, rows_[static_cast<std::size_t>(j)], to_x(state), rhs);
     });
   }
 
   void evaluate_blocks(double t, const SystemState& state, std::vector<ConstraintBlock>& blocks) {
-    parallel_.for_each(model_.joint_count(), [&](int j) { joint_blocks_.evaluate(j, t, state, blocks); });
+    ctx_.parallel.for_each(model_.joint_count(), [&](int j) { ctx_.joint_blocks.evaluate(j, t, state, blocks); });
   }
 
   // The algorithm ---------------------------------------------------------------------------
@@ -415,7 +411,7 @@ class Implicit final : public Formulation {
     applied_forces(t_);
     fill_rows(true, blocks_n_, state_n_, [](const ConstraintBlock& b) { return -b.phi; });
     mu_ = h * h * lambda_;
-    parallel_.for_each(n_, [&](int i) {
+    ctx_.parallel.for_each(n_, [&](int i) {
       BodyData& b = body(i);
       Vec6 free;
       free << b.r_n + h * b.v_n, h * b.w_bar_n;
@@ -425,7 +421,7 @@ class Implicit final : public Formulation {
 
   /// P_i' mu in body i's unknowns from `blocks` evaluated at `state`.
   Vec6 load_on(int i, const std::vector<ConstraintBlock>& blocks, const SystemState& state) const {
-    return joint_blocks_.load_on<6>(i, core_->leaf(i).handles, blocks, mu_, to_x(state));
+    return ctx_.joint_blocks.load_on<6>(i, core_->leaf(i).handles, blocks, mu_, to_x(state));
   }
 
   /// Residual e_x of body i at the iterate (implicit.hpp).
@@ -445,14 +441,14 @@ class Implicit final : public Formulation {
     bool converged = false;
     int k = 0;
     while (k < options_.newton_max) {
-      parallel_.for_each(n_, [&](int i) { kinematics_from_unknowns(body(i), h); });
+      ctx_.parallel.for_each(n_, [&](int i) { kinematics_from_unknowns(body(i), h); });
       update_states();
       const bool factor = !half_ || k == 0;
       if (!half_) applied_forces(t1);
       evaluate_blocks(t1, state_, blocks_);
       // half-implicit: rows_ keep P_n from the predictor; only r = -Phi at the iterate is new
       fill_rows(factor && !half_, blocks_, state_, [&](const ConstraintBlock& b) { return -phi_scale * b.phi; });
-      parallel_.for_each(n_, [&](int i) { body(i).g = -residual(i, h); });
+      ctx_.parallel.for_each(n_, [&](int i) { body(i).g = -residual(i, h); });
       d_mu_.setZero();
       solve(factor, d_mu_);
       mu_ += d_mu_;
@@ -480,7 +476,7 @@ class Implicit final : public Formulation {
       }
       if (converged) break;
     }
-    parallel_.for_each(n_, [&](int i) { kinematics_from_unknowns(body(i), h); });
+    ctx_.parallel.for_each(n_, [&](int i) { kinematics_from_unknowns(body(i), h); });
     update_states();
     if (!converged) {
       std::ostringstream msg;
@@ -518,12 +514,7 @@ class Implicit final : public Formulation {
   ImplicitOptions options_;
   const bool half_;
   const int n_;
-  ConstraintSet constraints_;
-  JointBlocks joint_blocks_;
-  Topology topology_;
-  AssemblyTree tree_;
-  AppliedLoads loads_;
-  Parallel parallel_;
+  TreeContext ctx_;
   StageTimer timer_;
   SystemState state_, state_n_;
   std::vector<BodyData> bodies_;
