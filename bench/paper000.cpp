@@ -151,17 +151,10 @@ void scaling(int max_bodies, int threads_max, std::ostream& md) {
 int main(int argc, char** argv) {
   std::string output = "results/paper000", models = TREEDYN_MODELS_DIR;
   int max_bodies = 1024, threads_max = 2;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--output" && i + 1 < argc) output = argv[++i];
-    else if (a == "--models" && i + 1 < argc) models = argv[++i];
-    else if (a == "--max-bodies" && i + 1 < argc) max_bodies = std::stoi(argv[++i]);
-    else if (a == "--threads-max" && i + 1 < argc) threads_max = std::stoi(argv[++i]);
-    else {
-      std::cerr << "usage: treedyn_paper000 [--output DIR] [--models DIR] [--max-bodies N] [--threads-max T]\n";
-      return 1;
-    }
-  }
+  if (!treedyn::study::parse_options(argc, argv, "treedyn_paper000",
+                            {{"--output", "DIR", output}, {"--models", "DIR", models}, {"--max-bodies", "N", max_bodies},
+                             {"--threads-max", "T", threads_max}}))
+    return 1;
   std::filesystem::create_directories(output);
   std::ofstream md(output + "/summary.md");
   md << "## Small models against the reference (alpha = 1e6, h = 0.01)\n\n"

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "study.hpp"
 #include "treedyn/formulations.hpp"
 #include "treedyn/model_json.hpp"
 #include "treedyn/simulation.hpp"
@@ -96,16 +97,9 @@ std::string fixed(double x, int digits) {
 int main(int argc, char** argv) {
   std::string output = "results/paper001", models = TREEDYN_MODELS_DIR;
   bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--output" && i + 1 < argc) output = argv[++i];
-    else if (a == "--models" && i + 1 < argc) models = argv[++i];
-    else if (a == "--quick") quick = true;
-    else {
-      std::cerr << "usage: treedyn_paper001 [--output DIR] [--models DIR] [--quick]\n";
-      return 1;
-    }
-  }
+  if (!treedyn::study::parse_options(argc, argv, "treedyn_paper001",
+                            {{"--output", "DIR", output}, {"--models", "DIR", models}, {"--quick", quick}}))
+    return 1;
   std::filesystem::create_directories(output);
   const std::vector<std::string> cases = {"loop4", "loop8", "double_loop8"};
   const std::vector<std::string> integrators = {"dopri5", "adams", "bs23"};

@@ -263,17 +263,10 @@ void scaling(int max_bodies, const std::string& output, std::ostream& md) {
 int main(int argc, char** argv) {
   std::string output = "results/paper002", models = TREEDYN_MODELS_DIR;
   int max_bodies = 1024, repeats = 3;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--output" && i + 1 < argc) output = argv[++i];
-    else if (a == "--models" && i + 1 < argc) models = argv[++i];
-    else if (a == "--max-bodies" && i + 1 < argc) max_bodies = std::stoi(argv[++i]);
-    else if (a == "--repeats" && i + 1 < argc) repeats = std::stoi(argv[++i]);
-    else {
-      std::cerr << "usage: treedyn_paper002 [--output DIR] [--models DIR] [--max-bodies N] [--repeats R]\n";
-      return 1;
-    }
-  }
+  if (!treedyn::study::parse_options(argc, argv, "treedyn_paper002",
+                            {{"--output", "DIR", output}, {"--models", "DIR", models}, {"--max-bodies", "N", max_bodies},
+                             {"--repeats", "R", repeats}}))
+    return 1;
   std::filesystem::create_directories(output);
   std::ofstream md(output + "/summary.md");
   md << "## Convergence (Fig. 2): 8 s, default Newton tolerances (1e-10; 1e-10/h^2)\n\n";

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "study.hpp"
 #include "treedyn/formulations.hpp"
 #include "treedyn/model_json.hpp"
 #include "treedyn/simulation.hpp"
@@ -52,15 +53,8 @@ SimulationResult run(const Model& model, const std::string& formulation, const F
 
 int main(int argc, char** argv) {
   std::string output = "results/paper004", models = TREEDYN_MODELS_DIR;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--output" && i + 1 < argc) output = argv[++i];
-    else if (a == "--models" && i + 1 < argc) models = argv[++i];
-    else {
-      std::cerr << "usage: treedyn_paper004 [--output DIR] [--models DIR]\n";
-      return 1;
-    }
-  }
+  if (!treedyn::study::parse_options(argc, argv, "treedyn_paper004", {{"--output", "DIR", output}, {"--models", "DIR", models}}))
+    return 1;
   std::filesystem::create_directories(output);
   std::ofstream summary(output + "/summary.md");
   summary << "| model | max T [J] | max abs(T_float - T_double) [J] | max abs(T_float - T_reference) [J] | "
