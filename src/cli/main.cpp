@@ -348,9 +348,6 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"tree", "sparse"}));
   s->add_flag("--geometric-stiffness", sim.ali3.geometric_stiffness,
               "ali3: add the constraint loads' derivatives Phi_qq' lambda + Psi_qq' mu to the tangent (paper 000, Sect. 4.4)");
-  s->add_flag("!--report-only-accelerations", sim.ali3.feed_back_accelerations,
-              "ali3: report the projected accelerations but start each step from the trapezoidal ones "
-              "(default: the projected ones start the next step)");
   s->add_option("--projections", sim.projections, "ali3: mass-orthogonal projections after each step")
       ->capture_default_str()
       ->check(CLI::IsMember({"both", "velocities", "accelerations", "none"}));

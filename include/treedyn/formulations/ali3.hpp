@@ -11,9 +11,12 @@
 //        Delta q = delta Delta F + delta_3,  Delta lambda = alpha (Phi + Phi_q Delta q),
 //        Delta mu = alpha (Psi + Psi_q Delta q)                              (Eqs. 21, 24, 34);
 //      it stops when ||Delta q|| < epsilon or after newton_max iterations;
-//   3. velocity projection: the same tree with the held coefficients, bias theta (Eqs. 45, 54);
-//   4. acceleration projection: bias xi (Eqs. 60, 69); the projected accelerations start the next
-//      step unless feed_back_accelerations is off (see Ali3Options).
+//   3. velocity projection: the tangent coefficients and elimination matrices rebuilt once at the
+//      converged positions (paper 000 reuses the last Newton iteration's, which its pseudo-code
+//      rebuilds every iteration; held from the predictor they made chains diverge), bias theta
+//      (Eqs. 45, 54);
+//   4. acceleration projection: the same matrices, bias xi (Eqs. 60, 69); the projected velocities
+//      and accelerations start the next step (predictor and Eqs. 15-16).
 // Consistent accelerations and multipliers at t0 come from the same tree (Sect. 3.5, step 1).
 //
 // The tree is treedyn's dc::HandleTree in 7 coordinates with compliant joint rows: with
@@ -59,11 +62,6 @@ struct Ali3Options {
                              // practice a fixed count: deterministic real-time cost)
   bool geometric_stiffness = false;  // add Phi_qq' lambda + Psi_qq' mu to M_c (end of Sect. 4.4)
   bool project_velocities = true, project_accelerations = true;
-  /// Whether the projected accelerations also start the next step (predictor, Eqs. 15-16), the
-  /// reading of paper 000 treedyn defaults to, or are only reported. Neither is robust in treedyn
-  /// today (docs/results/ali3.md): fed back, chains gain energy and diverge (chain128 at 5.05 s);
-  /// reported only, chain128 runs 10 s but the four-bar diverges at 15.3 s.
-  bool feed_back_accelerations = true;
   /// A step whose last Newton increment exceeds this (||Delta q||, in metres and Euler
   /// parameters) has diverged: the run stops with status "failed".
   double divergence = 1.0;

@@ -26,7 +26,6 @@ using Rows = dc::JointRows<double, 7>;
 /// Per body: the trapezoidal state and the step's held tangent.
 struct BodyData {
   Vec7 q, qd, qdd;               // current iterate (Eqs. 15-16 keep qd, qdd tied to q)
-  Vec7 qdd_projected;            // after the acceleration projection (what is reported)
   Vec7 q_bar, qd_bar, qdd_bar;   // at the start of the step
   double mu = 0.0;               // normalisation multiplier
   double psi = 0.0;              // Psi = (p'p - 1)/2 at the iterate
@@ -92,8 +91,8 @@ class Ali3 final : public Formulation {
     for (int i = 0; i < n_; ++i) {
       const BodyData& b = body(i);
       BodyState& s = out.bodies[static_cast<std::size_t>(i)];
-      s.a = b.qdd_projected.head<3>();
-      s.alpha = 2.0 * E_matrix<double>(b.q.tail<4>()) * b.qdd_projected.tail<4>();  // Edot pd = 0
+      s.a = b.qdd.head<3>();
+      s.alpha = 2.0 * E_matrix<double>(b.q.tail<4>()) * b.qdd.tail<4>();  // Edot pd = 0
     }
     evaluate_all_blocks(t_);
     reactions_from_multipliers(ctx_.constraints, blocks_, lambda_, state_, out);
@@ -300,7 +299,7 @@ class Ali3 final : public Formulation {
     });
     for (int i = 0; i < n_; ++i) {
       BodyData& b = body(i);
-      b.qdd = b.qdd_projected = b.delta;
+      b.qdd = b.delta;
       b.mu = s * options_.alpha * (b.q.tail<4>().dot(b.qdd.tail<4>()) + b.qd.tail<4>().squaredNorm());
     }
     lambda_.setZero();
@@ -320,11 +319,10 @@ class Ali3 final : public Formulation {
     timer_.start();
     newton(t, h);
     timer_.mark(0);
+    projection_tangent_ready_ = false;
     if (options_.project_velocities) project_velocities(t, h);
     timer_.mark(1);
     if (options_.project_accelerations) project_accelerations(t, h);
-    else
-      for (auto& b : bodies_) b.qdd_projected = b.qdd;
     timer_.mark(2);
     t_ = t;
     ++stats_.steps;
@@ -386,13 +384,28 @@ class Ali3 final : public Formulation {
     b.qdd = 4.0 / (h * h) * (b.q - b.q_bar) - 4.0 / h * b.qd_bar - b.qdd_bar;
   }
 
+  /// Whether a projection pass builds the tangent (M_c, K and the elimination matrices, with the
+  /// Jacobians) at the converged positions: the first projection of a step does, the second
+  /// reuses it. Projecting with the tangent held from the Newton predictor instead leaves the
+  /// velocities on the predictor's constraint tangent (Phi_q at the predicted q) and weighs them
+  /// with M_cc whose normalisation penalty (h^2/4) alpha p p' points along the predicted p: both
+  /// errors grow with alpha, and fed back through Eqs. 15-16 they made every chain of two or more
+  /// links gain energy and diverge (docs/results/ali3.md, "The projections' tangent").
+  bool begin_projection(double t) {
+    update_states();
+    const bool build = !projection_tangent_ready_;
+    if (build) body_dynamics(t);
+    projection_tangent_ready_ = true;
+    return build;
+  }
+
   /// Step 4: M_cc qd + (h^2/4) Phi_q' sigma = M_c qd*, sigma = alpha Phi_dot (Eqs. 40-54).
   void project_velocities(double t, double h) {
     const double s = 0.25 * h * h;
-    update_states();
+    const bool build = begin_projection(t);
     ctx_.parallel.for_each(model_.joint_count(),
-                       [&](int j) { joint_rows(j, t, false, [](const ConstraintBlock& b) { return -b.phi_t; }); });
-    solve_tree(false, t, h, [&](int i) -> Vec7 {  // theta (Eq. 45)
+                       [&](int j) { joint_rows(j, t, build, [](const ConstraintBlock& b) { return -b.phi_t; }); });
+    solve_tree(build, t, h, [&](int i) -> Vec7 {  // theta (Eq. 45)
       const BodyData& b = body(i);
       return (b.K * (b.M_check * b.qd)) / s;
     });
@@ -404,19 +417,16 @@ class Ali3 final : public Formulation {
   /// kappa = alpha (Phi_q qdd - gamma) (Eqs. 55-69).
   void project_accelerations(double t, double h) {
     const double s = 0.25 * h * h;
-    update_states();
+    const bool build = begin_projection(t);
     ctx_.parallel.for_each(model_.joint_count(),
-                       [&](int j) { joint_rows(j, t, false, [](const ConstraintBlock& b) { return b.gamma; }); });
-    solve_tree(false, t, h, [&](int i) -> Vec7 {  // xi (Eq. 60)
+                       [&](int j) { joint_rows(j, t, build, [](const ConstraintBlock& b) { return b.gamma; }); });
+    solve_tree(build, t, h, [&](int i) -> Vec7 {  // xi (Eq. 60)
       const BodyData& b = body(i);
       Vec7 x = b.M_check * b.qdd;
       x.tail<4>() -= s * options_.alpha * b.qd.tail<4>().squaredNorm() * b.q.tail<4>();
       return (b.K * x) / s;
     });
-    for (auto& b : bodies_) {
-      b.qdd_projected = b.delta;
-      if (options_.feed_back_accelerations) b.qdd = b.delta;
-    }
+    for (auto& b : bodies_) b.qdd = b.delta;
     ++stats_.projections;
   }
 
@@ -442,6 +452,7 @@ class Ali3 final : public Formulation {
   std::vector<Rows> rows_;
   Eigen::VectorXd lambda_;
   double t_ = 0.0;
+  bool projection_tangent_ready_ = false;
   SolverStats stats_;
   std::vector<std::string> warnings_;
 };
