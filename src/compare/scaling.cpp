@@ -73,6 +73,25 @@ std::vector<int> sizes(const ScalingOptions& o) {
   return n;
 }
 
+/// "- name: settings" for the chains, one line per run of lengths with the same settings (ali3's
+/// penalty follows the chain's mass).
+std::string settings_lines(const ScalingOptions& o, const std::string& name) {
+  std::vector<std::pair<std::string, std::vector<int>>> groups;
+  for (int n : sizes(o)) {
+    const std::string d = describe_settings(name, suggested_settings(make_chain(n, o.joint), name, o.compare));
+    if (groups.empty() || groups.back().first != d) groups.push_back({d, {}});
+    groups.back().second.push_back(n);
+  }
+  std::string out;
+  for (const auto& [d, ns] : groups) {
+    out += "- " + name;
+    if (groups.size() > 1)
+      out += ", " + std::to_string(ns.front()) + (ns.size() > 1 ? "-" + std::to_string(ns.back()) : "") + " bodies";
+    out += ": " + d + "\n";
+  }
+  return out;
+}
+
 /// The cheapest cost among the runs that reached t_end at (bodies, threads); NaN if none did.
 double fastest(const ScalingReport& report, int bodies, int threads) {
   double best = std::numeric_limits<double>::quiet_NaN();
@@ -129,7 +148,6 @@ std::string scaling_markdown(const ScalingReport& report) {
   using compare_detail::fmt;
   const ScalingOptions& o = report.options;
   const std::vector<std::string> names = compare_detail::formulation_names(o.compare.formulations);
-  const Model sample_chain = make_chain(o.min_bodies, o.joint);
   std::ostringstream s;
   s << "# Scaling: n-link " << to_string(o.joint) << " chains under every formulation\n\n"
     << "`make_chain(n, " << to_string(o.joint) << ")` (paper 000's pendulum chain: 1 m, 1 kg links), " << fmt(o.t_end)
@@ -196,8 +214,7 @@ std::string scaling_markdown(const ScalingReport& report) {
     s << "\n";
   }
   s << "\nSettings (as `treedyn compare` chooses them for these chains):\n\n";
-  CompareOptions c = o.compare;
-  for (const auto& name : names) s << "- " << name << ": " << describe_settings(name, suggested_settings(sample_chain, name, c)) << "\n";
+  for (const auto& name : names) s << settings_lines(o, name);
   std::string notes;
   for (std::size_t k = 0; k < report.rows.size(); ++k) {  // one line per run, thread counts merged
     const ScalingRow& r = report.rows[k];
