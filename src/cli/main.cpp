@@ -191,7 +191,7 @@ void add_compare_options(CLI::App* cmd, CompareArgs& a) {
   cmd->add_option("--dt", a.dt, "step of ali3, half- and fully-implicit (default: the model file's step, else their papers', 0.01 s and 1e-3 s)");
   cmd->add_option("--rtol", a.rtol, "rtol = atol of dca and hdca (default 1e-6; the reference keeps 1e-10)");
   cmd->add_option("--alpha", a.alpha,
-                  "ali3's penalty (default 1e6, raised by powers of ten until alpha h^2 / (4 M) >= 10, M the total mass)");
+                  "ali3's penalty (default 1e6, raised by powers of ten until alpha h^2 / (4 M) >= 50, M the total mass)");
   cmd->add_option("--sample", a.sample, "interval of the common sample times, s (default max(0.01, dt); finer refines the work of drivers and dampers in the energy balance but costs the adaptive methods an interpolation per output)");
   cmd->add_option("--reference-max-bodies", a.reference_max_bodies,
                   "run the dense O(n^3) reference only on models with at most this many bodies")
