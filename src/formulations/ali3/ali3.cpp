@@ -23,7 +23,8 @@ using Mat7 = Eigen::Matrix<double, 7, 7>;
 using Tree = dc::HandleTree<double, 7>;
 using Rows = dc::JointRows<double, 7>;
 
-/// Per body: the trapezoidal state and the step's held tangent.
+/// Per body: the trapezoidal state and the tangent (held through Newton-Raphson, rebuilt once for
+/// the projections).
 struct BodyData {
   Vec7 q, qd, qdd;               // current iterate (Eqs. 15-16 keep qd, qdd tied to q)
   Vec7 q_bar, qd_bar, qdd_bar;   // at the start of the step
@@ -31,8 +32,8 @@ struct BodyData {
   double psi = 0.0;              // Psi = (p'p - 1)/2 at the iterate
   Mat7 M = Mat7::Zero();         // mass matrix (Eq. 7) at the iterate
   Vec7 Q = Vec7::Zero();         // generalized forces (Eq. 8) at the iterate
-  Mat7 M_check = Mat7::Zero();   // M_c, held for the step
-  Mat7 K = Mat7::Zero();         // (h^2/4) M_cc^-1, held for the step
+  Mat7 M_check = Mat7::Zero();   // M_c of the last full pass
+  Mat7 K = Mat7::Zero();         // (h^2/4) M_cc^-1 of the last full pass
   Vec7 bias = Vec7::Zero();      // the leaf's b in the current pass
   Vec7 delta = Vec7::Zero();     // the pass's solution: Delta q, qd or qdd
 };
@@ -149,7 +150,7 @@ class Ali3 final : public Formulation {
   /// Evaluates joint j's blocks at (t, state_) and sets r of its tree rows from `rhs` (Phi,
   /// Phi_t or gamma of a block). With `tangent`, also the rows' Jacobians in 7 coordinates,
   /// Phi_q = [J_v, 2 J_w E(p)], and their compliance 1/alpha; otherwise the Jacobians the
-  /// elimination matrices were built with are held (modified Newton, projections).
+  /// elimination matrices were built with are held (modified Newton, the second projection).
   template <class Rhs>
   void joint_rows(int j, double t, bool tangent, Rhs&& rhs) {
     Rows& jr = rows_[static_cast<std::size_t>(j)];
@@ -172,14 +173,21 @@ class Ali3 final : public Formulation {
   }
 
   // Dynamics --------------------------------------------------------------------------------
+  /// M of body i at the iterate (Eq. 7).
+  void update_mass_matrix(int i) {
+    BodyData& b = body(i);
+    const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
+    b.M = mass_matrix(model_body.mass, model_body.inertia, b.q.tail<4>());
+  }
+
   /// M, Q and Psi of every body at the iterate.
   void body_dynamics(double t) {
     ctx_.loads.evaluate(t, state_, wrenches_);
     ctx_.parallel.for_each(n_, [&](int i) {
+      update_mass_matrix(i);
       BodyData& b = body(i);
       const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
       const Vec4 p = b.q.tail<4>(), pd = b.qd.tail<4>();
-      b.M = mass_matrix(model_body.mass, model_body.inertia, p);
       const Mat34 G = G_matrix<double>(p), Gd = G_matrix<double>(pd);
       const Vec6& w = wrenches_[static_cast<std::size_t>(i)];
       b.Q.head<3>() = w.head<3>();
@@ -319,10 +327,9 @@ class Ali3 final : public Formulation {
     timer_.start();
     newton(t, h);
     timer_.mark(0);
-    projection_tangent_ready_ = false;
     if (options_.project_velocities) project_velocities(t, h);
     timer_.mark(1);
-    if (options_.project_accelerations) project_accelerations(t, h);
+    if (options_.project_accelerations) project_accelerations(t, h, !options_.project_velocities);
     timer_.mark(2);
     t_ = t;
     ++stats_.steps;
@@ -384,28 +391,27 @@ class Ali3 final : public Formulation {
     b.qdd = 4.0 / (h * h) * (b.q - b.q_bar) - 4.0 / h * b.qd_bar - b.qdd_bar;
   }
 
-  /// Whether a projection pass builds the tangent (M_c, K and the elimination matrices, with the
-  /// Jacobians) at the converged positions: the first projection of a step does, the second
-  /// reuses it. Projecting with the tangent held from the Newton predictor instead leaves the
-  /// velocities on the predictor's constraint tangent (Phi_q at the predicted q) and weighs them
-  /// with M_cc whose normalisation penalty (h^2/4) alpha p p' points along the predicted p: both
-  /// errors grow with alpha, and fed back through Eqs. 15-16 they made every chain of two or more
-  /// links gain energy and diverge (docs/results/ali3.md, "The projections' tangent").
-  bool begin_projection(double t) {
+  /// Body states for a projection pass; with `build` (the step's first projection) also the mass
+  /// matrices at the converged positions, from which the pass builds the tangent (M_c, K and the
+  /// elimination matrices, with the Jacobians) that the second projection reuses. Projecting with
+  /// the tangent held from the Newton predictor instead leaves the velocities on the predictor's
+  /// constraint tangent (Phi_q at the predicted q) and weighs them with M_cc whose normalisation
+  /// penalty (h^2/4) alpha p p' points along the predicted p: both errors grow with alpha, and fed
+  /// back through Eqs. 15-16 they made every chain of two or more links gain energy and diverge
+  /// (docs/results/ali3.md, "The projections' tangent").
+  void begin_projection(bool build) {
     update_states();
-    const bool build = !projection_tangent_ready_;
-    if (build) body_dynamics(t);
-    projection_tangent_ready_ = true;
-    return build;
+    if (build) ctx_.parallel.for_each(n_, [&](int i) { update_mass_matrix(i); });
   }
 
-  /// Step 4: M_cc qd + (h^2/4) Phi_q' sigma = M_c qd*, sigma = alpha Phi_dot (Eqs. 40-54).
+  /// Step 4: M_cc qd + (h^2/4) Phi_q' sigma = M_c qd*, sigma = alpha Phi_dot (Eqs. 40-54), on a
+  /// tangent built at the converged positions.
   void project_velocities(double t, double h) {
     const double s = 0.25 * h * h;
-    const bool build = begin_projection(t);
+    begin_projection(true);
     ctx_.parallel.for_each(model_.joint_count(),
-                       [&](int j) { joint_rows(j, t, build, [](const ConstraintBlock& b) { return -b.phi_t; }); });
-    solve_tree(build, t, h, [&](int i) -> Vec7 {  // theta (Eq. 45)
+                       [&](int j) { joint_rows(j, t, true, [](const ConstraintBlock& b) { return -b.phi_t; }); });
+    solve_tree(true, t, h, [&](int i) -> Vec7 {  // theta (Eq. 45)
       const BodyData& b = body(i);
       return (b.K * (b.M_check * b.qd)) / s;
     });
@@ -414,10 +420,11 @@ class Ali3 final : public Formulation {
   }
 
   /// Step 5: M_cc qdd + (h^2/4) Phi_q' kappa = M_c qdd* + (h^2/4) Psi_q' alpha nu,
-  /// kappa = alpha (Phi_q qdd - gamma) (Eqs. 55-69).
-  void project_accelerations(double t, double h) {
+  /// kappa = alpha (Phi_q qdd - gamma) (Eqs. 55-69), on the velocity projection's tangent unless
+  /// `build` (no velocity projection this step).
+  void project_accelerations(double t, double h, bool build) {
     const double s = 0.25 * h * h;
-    const bool build = begin_projection(t);
+    begin_projection(build);
     ctx_.parallel.for_each(model_.joint_count(),
                        [&](int j) { joint_rows(j, t, build, [](const ConstraintBlock& b) { return b.gamma; }); });
     solve_tree(build, t, h, [&](int i) -> Vec7 {  // xi (Eq. 60)
@@ -452,7 +459,6 @@ class Ali3 final : public Formulation {
   std::vector<Rows> rows_;
   Eigen::VectorXd lambda_;
   double t_ = 0.0;
-  bool projection_tangent_ready_ = false;
   SolverStats stats_;
   std::vector<std::string> warnings_;
 };
