@@ -22,6 +22,7 @@ template <class S> using Vec4T = Eigen::Matrix<S, 4, 1>;
 template <class S> using Vec6T = Eigen::Matrix<S, 6, 1>;
 template <class S> using Mat2T = Eigen::Matrix<S, 2, 2>;
 template <class S> using Mat3T = Eigen::Matrix<S, 3, 3>;
+template <class S> using Mat4T = Eigen::Matrix<S, 4, 4>;
 template <class S> using Mat6T = Eigen::Matrix<S, 6, 6>;
 template <class S> using Mat34T = Eigen::Matrix<S, 3, 4>;
 
@@ -31,6 +32,7 @@ using Vec4 = Vec4T<double>;
 using Vec6 = Vec6T<double>;
 using Mat2 = Mat2T<double>;
 using Mat3 = Mat3T<double>;
+using Mat4 = Mat4T<double>;
 using Mat6 = Mat6T<double>;
 using Mat34 = Mat34T<double>;
 using Quat = Eigen::Quaterniond;
@@ -139,6 +141,19 @@ Mat34T<S> E_matrix(const Vec4T<S>& p) {
   E.col(0) = -p.template tail<3>();
   E.template rightCols<3>() = skew<S>(p.template tail<3>()) + p(0) * Mat3T<S>::Identity();
   return E;
+}
+
+/// Inverse of 4 G' J G + c p p', the Euler-parameter block of a mass matrix (paper 000, Eq. 7)
+/// with a normalisation penalty c p p' (Eq. 23), in closed form from J^-1: since G p = 0 and
+/// G G' = n I, n = p'p, it is G' J^-1 G / (4 n^2) + p p' / (c n^2) for any nonzero p and c > 0.
+template <class S>
+Mat4T<S> euler_block_inverse(const Mat3T<S>& J_inverse, const Vec4T<S>& p, S c) {
+  const Mat34T<S> G = G_matrix<S>(p);
+  const S n = p.squaredNorm();
+  Mat4T<S> inverse;
+  inverse.noalias() = (S(0.25) / (n * n)) * (G.transpose() * J_inverse * G);
+  inverse.noalias() += (S(1) / (c * n * n)) * p * p.transpose();
+  return inverse;
 }
 
 // ---------------------------------------------------------------------------------------------

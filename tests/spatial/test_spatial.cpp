@@ -39,6 +39,24 @@ TEST(Spatial, GAndEMatricesGiveBodyAndGlobalAngularVelocity) {
   EXPECT_LT((2.0 * G_matrix(p) * pdot - p0.toRotationMatrix().transpose() * w).norm(), 1e-8);
 }
 
+// The closed-form inverse of ali3's Euler-parameter block 4 G'JG + c pp' (paper 000, Eqs. 7, 23)
+// against Eigen's LU inverse, for unit and non-unit p (Newton iterates are not normalised) and
+// penalties from weak to paper 000's chain128 value. Both are exact up to rounding, which grows
+// with the block's condition number kappa (~1e5 at the largest c): tolerance 1e-14 kappa.
+TEST(Spatial, EulerBlockInverseMatchesNumericalInverse) {
+  Mat3 J;
+  J << 0.8, 0.05, -0.02, 0.05, 0.5, 0.01, -0.02, 0.01, 0.3;
+  for (const Vec4& p : {Vec4(0.4, -0.3, 0.8, 0.2).normalized().eval(), Vec4(1.01, 0.02, -0.03, 0.1)})
+    for (double c : {1e-2, 1.0, 2.5e4}) {
+      const Mat34 G = G_matrix(p);
+      const Mat4 A = 4.0 * G.transpose() * J * G + c * p * p.transpose();
+      const Mat4 inverse = euler_block_inverse<double>(J.inverse(), p, c);
+      const double kappa = A.norm() * inverse.norm();
+      EXPECT_LT((A * inverse - Mat4::Identity()).norm(), 1e-14 * kappa) << "c = " << c;
+      EXPECT_LT((inverse - A.inverse()).norm() / inverse.norm(), 1e-14 * kappa) << "c = " << c;
+    }
+}
+
 // Paper 001, Eq. (14): S12 moves momenta from O2 to O1, S12^T moves velocities from O1 to O2.
 TEST(Spatial, ShiftMatrixMovesVelocitiesAndMomentaConsistently) {
   const Vec3 l12(0.4, -0.5, 1.2);

@@ -11,6 +11,7 @@
 #include "../common/reactions.hpp"
 #include "treedyn/dc_core.hpp"
 #include "treedyn/errors.hpp"
+#include "treedyn/linalg.hpp"
 #include "treedyn/loads.hpp"
 #include "treedyn/stage_timer.hpp"
 #include "treedyn/topology.hpp"
@@ -30,12 +31,11 @@ struct BodyData {
   Vec7 q_bar, qd_bar, qdd_bar;   // at the start of the step
   double mu = 0.0;               // normalisation multiplier
   double psi = 0.0;              // Psi = (p'p - 1)/2 at the iterate
-  Mat7 M = Mat7::Zero();         // mass matrix (Eq. 7) at the iterate
   Vec7 Q = Vec7::Zero();         // generalized forces (Eq. 8) at the iterate
   Mat7 M_check = Mat7::Zero();   // M_c of the last full pass
   Mat7 K = Mat7::Zero();         // (h^2/4) M_cc^-1 of the last full pass
   Vec7 bias = Vec7::Zero();      // the leaf's b in the current pass
-  Vec7 delta = Vec7::Zero();     // the pass's solution: Delta q, qd or qdd
+  Vec7 delta = Vec7::Zero();     // Delta q of the Newton iteration
 };
 
 /// 4 G' J' G and the quadratic-velocity term -8 Gd' J' G pd (paper 000, Eqs. 7-8).
@@ -61,6 +61,8 @@ class Ali3 final : public Formulation {
         wrenches_(static_cast<std::size_t>(n_)),
         lambda_(Eigen::VectorXd::Zero(ctx_.constraints.rows())) {
     check(options);
+    for (const Body& b : model.bodies) inertia_inverse_.push_back(b.inertia.inverse());
+    per_body_.assign(static_cast<std::size_t>(n_), 0.0);
     ctx_.constraints.evaluate(0.0, state_, blocks_);
     core_ = std::make_unique<Tree>(ctx_.tree, ctx_.joint_blocks.sides());
     rows_.resize(model.joints.size());
@@ -86,7 +88,6 @@ class Ali3 final : public Formulation {
   }
 
   void snapshot(Snapshot& out) override {
-    update_states();
     out.t = t_;
     out.bodies = state_;
     for (int i = 0; i < n_; ++i) {
@@ -129,18 +130,19 @@ class Ali3 final : public Formulation {
   const BodyData& body(int i) const { return bodies_[static_cast<std::size_t>(i)]; }
 
   // Kinematics ------------------------------------------------------------------------------
-  /// Absolute body states (unit quaternions for the constraint equations) from q, qd.
-  void update_states() {
-    ctx_.parallel.for_each(n_, [&](int i) {
-      const BodyData& b = body(i);
-      BodyState& s = state_[static_cast<std::size_t>(i)];
-      const Vec4 p = b.q.tail<4>();
-      s.r = b.q.head<3>();
-      s.q = quaternion<double>(p.normalized());
-      s.v = b.qd.head<3>();
-      s.w = 2.0 * E_matrix<double>(p) * b.qd.tail<4>();
-    });
+  /// Body i's absolute state (a unit quaternion for the constraint equations) from q, qd. Every
+  /// loop that changes q or qd refreshes the states of its bodies in the same pass.
+  void update_state(int i) {
+    const BodyData& b = body(i);
+    BodyState& s = state_[static_cast<std::size_t>(i)];
+    const Vec4 p = b.q.tail<4>();
+    s.r = b.q.head<3>();
+    s.q = quaternion<double>(p.normalized());
+    s.v = b.qd.head<3>();
+    s.w = 2.0 * E_matrix<double>(p) * b.qd.tail<4>();
   }
+
+  void update_states() { ctx_.parallel.for_each(n_, [&](int i) { update_state(i); }); }
 
   void evaluate_all_blocks(double t) {
     ctx_.parallel.for_each(ctx_.constraints.block_count(),
@@ -164,7 +166,8 @@ class Ali3 final : public Formulation {
     return [this](const ConstraintRows& J, int i, int m) { return in_q(J, body(i).q.tail<4>(), m); };
   }
 
-  /// A twist Jacobian (m x 6) in the 7 coordinates of a body with Euler parameters p.
+  /// A twist Jacobian (m x 6) in the 7 coordinates of a body with Euler parameters p: J T with
+  /// T = diag(I, 2 E(p)), since w = 2 E(p) pd.
   static Eigen::Matrix<double, Eigen::Dynamic, 7, 0, 7, 7> in_q(const ConstraintRows& J, const Vec4& p, int m) {
     Eigen::Matrix<double, Eigen::Dynamic, 7, 0, 7, 7> out(m, 7);
     out.leftCols<3>() = J.leftCols<3>();
@@ -172,27 +175,34 @@ class Ali3 final : public Formulation {
     return out;
   }
 
-  // Dynamics --------------------------------------------------------------------------------
-  /// M of body i at the iterate (Eq. 7).
-  void update_mass_matrix(int i) {
-    BodyData& b = body(i);
-    const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
-    b.M = mass_matrix(model_body.mass, model_body.inertia, b.q.tail<4>());
+  /// A wrench [force; torque] (global, at the centre of mass) as a generalized force in the 7
+  /// coordinates: T' [f; n] = [f; 2 E(p)' n] (Eq. 8's 2 G' n' = 2 E' n).
+  static Vec7 in_q(const Vec6& wrench, const Vec4& p) {
+    Vec7 out;
+    out << wrench.head<3>(), 2.0 * E_matrix<double>(p).transpose() * wrench.tail<3>();
+    return out;
   }
 
-  /// M, Q and Psi of every body at the iterate.
+  // Dynamics ----------------------------------------------------------------------------------
+  /// M v for body i at the iterate (Eq. 7) without forming M: [m v_r; 4 G' J G v_p].
+  Vec7 mass_times(int i, const Vec7& v) const {
+    const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
+    const Mat34 G = G_matrix<double>(body(i).q.tail<4>());
+    Vec7 out;
+    out << model_body.mass * v.head<3>(), 4.0 * G.transpose() * (model_body.inertia * (G * v.tail<4>()));
+    return out;
+  }
+
+  /// Q and Psi of every body at the iterate.
   void body_dynamics(double t) {
     ctx_.loads.evaluate(t, state_, wrenches_);
     ctx_.parallel.for_each(n_, [&](int i) {
-      update_mass_matrix(i);
       BodyData& b = body(i);
       const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
       const Vec4 p = b.q.tail<4>(), pd = b.qd.tail<4>();
       const Mat34 G = G_matrix<double>(p), Gd = G_matrix<double>(pd);
-      const Vec6& w = wrenches_[static_cast<std::size_t>(i)];
-      b.Q.head<3>() = w.head<3>();
-      b.Q.tail<4>() = 2.0 * E_matrix<double>(p).transpose() * w.tail<3>()  // 2 G' n' = 2 E' n
-                      - 8.0 * Gd.transpose() * model_body.inertia * G * pd;
+      b.Q = in_q(wrenches_[static_cast<std::size_t>(i)], p);
+      b.Q.tail<4>() -= 8.0 * Gd.transpose() * model_body.inertia * G * pd;
       b.psi = 0.5 * (p.squaredNorm() - 1.0);
     });
   }
@@ -200,20 +210,33 @@ class Ali3 final : public Formulation {
   /// Phi_q' lambda on body i in its 7 coordinates, with the Jacobians of the current iterate
   /// (blocks_).
   Vec7 constraint_load(int i) const {
-    return ctx_.joint_blocks.load_on<7>(i, core_->leaf(i).handles, blocks_, lambda_, to_q());
+    return in_q(ctx_.joint_blocks.wrench_on(i, core_->leaf(i).handles, blocks_, lambda_), body(i).q.tail<4>());
   }
 
   /// The step's tangent of body i: M_c (mass only unless geometric stiffness is asked for) and
-  /// K = (h^2/4) M_cc^-1, M_cc = M_c + (h^2/4) alpha Psi_q' Psi_q (Eq. 23).
+  /// K = (h^2/4) M_cc^-1, M_cc = M_c + (h^2/4) alpha Psi_q' Psi_q (Eq. 23). With M_c = M the
+  /// inverse is block diagonal and in closed form (euler_block_inverse); with geometric stiffness
+  /// M_c is a general symmetric matrix, inverted by Cholesky.
   void tangent(int i, double t, double h) {
     BodyData& b = body(i);
-    b.M_check = b.M;
-    if (options_.geometric_stiffness) add_geometric_stiffness(i, t, h);
     const double s = 0.25 * h * h;
+    const Vec4 p = b.q.tail<4>();
+    const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
+    b.M_check = mass_matrix(model_body.mass, model_body.inertia, p);
+    if (!options_.geometric_stiffness) {
+      b.K.setZero();
+      b.K.topLeftCorner<3, 3>().diagonal().setConstant(s / model_body.mass);
+      b.K.bottomRightCorner<4, 4>() = s * euler_block_inverse<double>(inertia_inverse_[static_cast<std::size_t>(i)], p, s * options_.alpha);
+      return;
+    }
+    add_geometric_stiffness(i, t, h);
     Mat7 M_cc = b.M_check;
-    M_cc.bottomRightCorner<4, 4>().noalias() += s * options_.alpha * b.q.tail<4>() * b.q.tail<4>().transpose();
-    Eigen::LLT<Mat7> llt(M_cc);
-    b.K = s * llt.solve(Mat7::Identity());
+    M_cc.bottomRightCorner<4, 4>().noalias() += s * options_.alpha * p * p.transpose();
+    if (!cholesky_inverse<double, 7>(M_cc, b.K, 0.0))
+      throw SimulationError(t, "ali3: the tangent with geometric stiffness of body '" +
+                                   model_.bodies[static_cast<std::size_t>(i)].name +
+                                   "' is not positive definite (large constraint loads): leave out --geometric-stiffness or shorten the step");
+    b.K *= s;
   }
 
   /// (h^2/4) (Phi_qq' lambda + Psi_qq' mu) added to M_c (end of Sect. 4.4): the derivative of the
@@ -249,11 +272,12 @@ class Ali3 final : public Formulation {
     b.M_check += 0.25 * h * h * 0.5 * (D + D.transpose());
   }
 
-  /// One pass of the tree, giving the increments delta of every body. With `full` each leaf first
-  /// builds the step's tangent at (t, h) and the pass builds the elimination matrices; otherwise
-  /// they are held (bias only). bias_of(i) is body i's b (it may read its K).
-  template <class Bias>
-  void solve_tree(bool full, double t, double h, Bias&& bias_of) {
+  /// One pass of the tree, writing the solution (Delta q, qd or qdd) of every body to its member
+  /// `out`. With `full` each leaf first builds the step's tangent at (t, h) and the pass builds
+  /// the elimination matrices; otherwise they are held (bias only). bias_of(i) is body i's b (it
+  /// may read its K).
+  template <class Bias, class After = void (*)(int)>
+  void solve_tree(bool full, double t, double h, Vec7 BodyData::*out, Bias&& bias_of, After&& after = [](int) {}) {
     auto leaf_in = [&](int i) {
       auto& node = core_->leaf(i);
       BodyData& b = body(i);
@@ -270,15 +294,16 @@ class Ali3 final : public Formulation {
       BodyData& b = body(i);
       Vec7 f = Vec7::Zero();
       for (const auto& fh : node.f) f += fh;
-      b.delta.noalias() = b.K * f;
-      b.delta += b.bias;
+      b.*out = b.bias;
+      (b.*out).noalias() += b.K * f;
+      after(i);
     };
     if (full) core_->solve(rows_, ctx_.parallel, leaf_in, leaf_out);
     else core_->solve_bias(rows_, ctx_.parallel, leaf_in, leaf_out);
   }
 
   /// lambda += scale * (the tree's multipliers), block by block.
-  void add_multipliers(double scale) { ctx_.joint_blocks.add_multipliers(*core_, scale, lambda_, blocks_); }
+  void add_multipliers(double scale) { ctx_.joint_blocks.add_multipliers(*core_, scale, lambda_, blocks_, ctx_.parallel); }
 
   // The algorithm ---------------------------------------------------------------------------
   /// Consistent accelerations and multipliers at t0 (Sect. 3.5, step 1): the augmented
@@ -299,7 +324,7 @@ class Ali3 final : public Formulation {
       joint_rows(j, t_, true, [](const ConstraintBlock& b) { return b.gamma; });
       rows_[static_cast<std::size_t>(j)].compliance = 0.0;  // hard rows: exact consistency
     });
-    solve_tree(true, t_, h, [&](int i) -> Vec7 {
+    solve_tree(true, t_, h, &BodyData::qdd, [&](int i) -> Vec7 {
       const BodyData& b = body(i);
       Vec7 Q = b.Q;
       Q.tail<4>() -= s * options_.alpha * b.qd.tail<4>().squaredNorm() * b.q.tail<4>();  // Psi_q' alpha nu, nu = -pd'pd
@@ -307,7 +332,6 @@ class Ali3 final : public Formulation {
     });
     for (int i = 0; i < n_; ++i) {
       BodyData& b = body(i);
-      b.qdd = b.delta;
       b.mu = s * options_.alpha * (b.q.tail<4>().dot(b.qdd.tail<4>()) + b.qd.tail<4>().squaredNorm());
     }
     lambda_.setZero();
@@ -319,11 +343,6 @@ class Ali3 final : public Formulation {
 
   void step(double h) {
     const double t = t_ + h;
-    for (auto& b : bodies_) {
-      b.q_bar = b.q;
-      b.qd_bar = b.qd;
-      b.qdd_bar = b.qdd;
-    }
     timer_.start();
     newton(t, h);
     timer_.mark(0);
@@ -340,19 +359,22 @@ class Ali3 final : public Formulation {
   void newton(double t, double h) {
     ctx_.parallel.for_each(n_, [&](int i) {  // predictor (Sect. 3.2)
       BodyData& b = body(i);
+      b.q_bar = b.q;
+      b.qd_bar = b.qd;
+      b.qdd_bar = b.qdd;
       b.q = b.q_bar + h * b.qd_bar + 0.5 * h * h * b.qdd_bar;
       trapezoidal_rates(b, h);
+      update_state(i);
     });
     double norm = 0.0;
     for (int k = 0; k < options_.newton_max; ++k) {
       const bool first = k == 0;
-      update_states();
       body_dynamics(t);
       ctx_.parallel.for_each(model_.joint_count(),
                          [&](int j) { joint_rows(j, t, first, [](const ConstraintBlock& b) { return -b.phi; }); });
-      solve_tree(first, t, h, [&](int i) -> Vec7 {  // delta_3 (Eq. 27), penalty term as in ali3.hpp
+      solve_tree(first, t, h, &BodyData::delta, [&](int i) -> Vec7 {  // delta_3 (Eq. 27), penalty term as in ali3.hpp
         const BodyData& b = body(i);
-        Vec7 g = b.M * b.qdd + constraint_load(i) - b.Q;  // Eqs. 12-13
+        Vec7 g = mass_times(i, b.qdd) + constraint_load(i) - b.Q;  // Eqs. 12-13
         g.tail<4>() += (b.mu + options_.alpha * b.psi) * b.q.tail<4>();
         return -(b.K * g);
       });
@@ -373,15 +395,17 @@ class Ali3 final : public Formulation {
   /// q += Delta q, lambda += Delta lambda, mu += alpha (Psi + Psi_q Delta q) (Eq. 21); qd, qdd by
   /// Eqs. 15-16. Returns ||Delta q||.
   double apply_newton_increment(double h) {
-    double sum = 0.0;
-    for (int i = 0; i < n_; ++i) {
+    ctx_.parallel.for_each(n_, [&](int i) {
       BodyData& b = body(i);
       b.mu += options_.alpha * (b.psi + b.q.tail<4>().dot(b.delta.tail<4>()));
       b.q += b.delta;
       trapezoidal_rates(b, h);
-      sum += b.delta.squaredNorm();
-    }
+      update_state(i);
+      per_body_[static_cast<std::size_t>(i)] = b.delta.squaredNorm();
+    });
     add_multipliers(-1.0);  // Delta lambda = -(the tree's multipliers): f = -Phi_q' Delta lambda
+    double sum = 0.0;       // in body order, whatever the threads
+    for (double d : per_body_) sum += d;
     return std::sqrt(sum);
   }
 
@@ -391,31 +415,25 @@ class Ali3 final : public Formulation {
     b.qdd = 4.0 / (h * h) * (b.q - b.q_bar) - 4.0 / h * b.qd_bar - b.qdd_bar;
   }
 
-  /// Body states for a projection pass; with `build` (the step's first projection) also the mass
-  /// matrices at the converged positions, from which the pass builds the tangent (M_c, K and the
-  /// elimination matrices, with the Jacobians) that the second projection reuses. Projecting with
-  /// the tangent held from the Newton predictor instead leaves the velocities on the predictor's
-  /// constraint tangent (Phi_q at the predicted q) and weighs them with M_cc whose normalisation
-  /// penalty (h^2/4) alpha p p' points along the predicted p: both errors grow with alpha, and fed
-  /// back through Eqs. 15-16 they made every chain of two or more links gain energy and diverge
-  /// (docs/results/ali3.md, "The projections' tangent").
-  void begin_projection(bool build) {
-    update_states();
-    if (build) ctx_.parallel.for_each(n_, [&](int i) { update_mass_matrix(i); });
-  }
-
   /// Step 4: M_cc qd + (h^2/4) Phi_q' sigma = M_c qd*, sigma = alpha Phi_dot (Eqs. 40-54), on a
-  /// tangent built at the converged positions.
+  /// tangent (M_c, K and the elimination matrices, with the Jacobians) built at the converged
+  /// positions, which the acceleration projection reuses. Projecting with the tangent held from
+  /// the Newton predictor instead leaves the velocities on the predictor's constraint tangent
+  /// (Phi_q at the predicted q) and weighs them with M_cc whose normalisation penalty
+  /// (h^2/4) alpha p p' points along the predicted p: both errors grow with alpha, and fed back
+  /// through Eqs. 15-16 they made every chain of two or more links gain energy and diverge
+  /// (docs/results/ali3.md, "The projections' tangent").
   void project_velocities(double t, double h) {
     const double s = 0.25 * h * h;
-    begin_projection(true);
     ctx_.parallel.for_each(model_.joint_count(),
                        [&](int j) { joint_rows(j, t, true, [](const ConstraintBlock& b) { return -b.phi_t; }); });
-    solve_tree(true, t, h, [&](int i) -> Vec7 {  // theta (Eq. 45)
-      const BodyData& b = body(i);
-      return (b.K * (b.M_check * b.qd)) / s;
-    });
-    for (auto& b : bodies_) b.qd = b.delta;
+    solve_tree(
+        true, t, h, &BodyData::qd,
+        [&](int i) -> Vec7 {  // theta (Eq. 45)
+          const BodyData& b = body(i);
+          return (b.K * (b.M_check * b.qd)) / s;
+        },
+        [&](int i) { update_state(i); });
     ++stats_.projections;
   }
 
@@ -424,23 +442,24 @@ class Ali3 final : public Formulation {
   /// `build` (no velocity projection this step).
   void project_accelerations(double t, double h, bool build) {
     const double s = 0.25 * h * h;
-    begin_projection(build);
     ctx_.parallel.for_each(model_.joint_count(),
                        [&](int j) { joint_rows(j, t, build, [](const ConstraintBlock& b) { return b.gamma; }); });
-    solve_tree(build, t, h, [&](int i) -> Vec7 {  // xi (Eq. 60)
+    solve_tree(build, t, h, &BodyData::qdd, [&](int i) -> Vec7 {  // xi (Eq. 60)
       const BodyData& b = body(i);
       Vec7 x = b.M_check * b.qdd;
       x.tail<4>() -= s * options_.alpha * b.qd.tail<4>().squaredNorm() * b.q.tail<4>();
       return (b.K * x) / s;
     });
-    for (auto& b : bodies_) b.qdd = b.delta;
     ++stats_.projections;
   }
 
-  void check_finite(const char* what) const {
-    for (int i = 0; i < n_; ++i) {
+  void check_finite(const char* what) {
+    ctx_.parallel.for_each(n_, [&](int i) {
       const BodyData& b = body(i);
-      if (!b.q.allFinite() || !b.qd.allFinite() || !b.qdd.allFinite())
+      per_body_[static_cast<std::size_t>(i)] = b.q.allFinite() && b.qd.allFinite() && b.qdd.allFinite() ? 0.0 : 1.0;
+    });
+    for (int i = 0; i < n_; ++i) {
+      if (per_body_[static_cast<std::size_t>(i)] != 0.0)
         throw SimulationError(t_, std::string("ali3: non-finite state of body '") +
                                       model_.bodies[static_cast<std::size_t>(i)].name + "' after " + what);
     }
@@ -455,6 +474,8 @@ class Ali3 final : public Formulation {
   std::vector<BodyData> bodies_;
   std::vector<ConstraintBlock> blocks_;
   std::vector<Vec6> wrenches_;
+  std::vector<Mat3> inertia_inverse_;  // J^-1 per body, for the closed-form tangent
+  std::vector<double> per_body_;       // a number per body from a parallel loop (increments, checks)
   std::unique_ptr<Tree> core_;
   std::vector<Rows> rows_;
   Eigen::VectorXd lambda_;

@@ -12,6 +12,7 @@
 
 #include "treedyn/dc_core.hpp"
 #include "treedyn/kinematics.hpp"
+#include "treedyn/parallel.hpp"
 
 namespace treedyn {
 
@@ -64,34 +65,34 @@ class JointBlocks {
     });
   }
 
-  /// G_i' lambda: the constraint load on `body` in its coordinates from the blocks of the joints
-  /// it holds (`handles`) and the multipliers lambda (laid out as the ConstraintSet's rows).
-  template <int Dim, class ToCoords>
-  Eigen::Matrix<double, Dim, 1> load_on(int body, const std::vector<int>& handles,
-                                        const std::vector<ConstraintBlock>& blocks, const Eigen::VectorXd& lambda,
-                                        ToCoords&& to_coords) const {
-    Eigen::Matrix<double, Dim, 1> load = Eigen::Matrix<double, Dim, 1>::Zero();
+  /// J_i' lambda: the constraint wrench [force; torque] on `body` (global, at its centre of mass)
+  /// from the blocks of the joints it holds (`handles`) and the multipliers lambda (laid out as
+  /// the ConstraintSet's rows). A formulation maps it to its coordinates once per body (G_i' lambda
+  /// = T' J_i' lambda when to_coords(J) = J T), not once per block.
+  Vec6 wrench_on(int body, const std::vector<int>& handles, const std::vector<ConstraintBlock>& blocks,
+                 const Eigen::VectorXd& lambda) const {
+    Vec6 wrench = Vec6::Zero();
     for (int j : handles)
       for (int k : blocks_of(j)) {
         const ConstraintBlock& b = blocks[static_cast<std::size_t>(k)];
-        const int m = b.size();
-        load.noalias() += to_coords(b.parent == body ? b.J_P : b.J_C, body, m).transpose() *
-                          lambda.segment(constraints_->offset(k), m);
+        wrench.noalias() += (b.parent == body ? b.J_P : b.J_C).transpose() * lambda.segment(constraints_->offset(k), b.size());
       }
-    return load;
+    return wrench;
   }
 
   /// lambda += scale * (the tree's multipliers of every joint), block by block.
+  /// Joints run through `parallel` (each writes only its own rows), so that every thread reads
+  /// the multipliers of the subtrees it eliminated.
   template <class Tree>
   void add_multipliers(const Tree& tree, double scale, Eigen::VectorXd& lambda,
-                       const std::vector<ConstraintBlock>& blocks) const {
-    for (int j = 0; j < static_cast<int>(sides_.size()); ++j) {
-      if (rows(j) == 0) continue;
+                       const std::vector<ConstraintBlock>& blocks, const Parallel& parallel) const {
+    parallel.for_each(static_cast<int>(sides_.size()), [&](int j) {
+      if (rows(j) == 0) return;
       const auto tree_lambda = tree.multiplier(j);
       for_each_block(j, blocks, [&](int k, int at, int m) {
         lambda.segment(constraints_->offset(k), m) += scale * tree_lambda.segment(at, m);
       });
-    }
+    });
   }
 
  private:

@@ -258,7 +258,7 @@ class Implicit final : public Formulation {
     };
     if (factor) core_->solve(rows_, ctx_.parallel, leaf_in, leaf_out);
     else core_->solve_bias(rows_, ctx_.parallel, leaf_in, leaf_out);
-    ctx_.joint_blocks.add_multipliers(*core_, -1.0, multipliers, blocks_);
+    ctx_.joint_blocks.add_multipliers(*core_, -1.0, multipliers, blocks_, ctx_.parallel);
   }
 
   /// The joints' multipliers in the sparse system, in the tree's sign convention (for
@@ -325,7 +325,7 @@ class Implicit final : public Formulation {
     sparse_solution_ = sparse_lu_.solve(sparse_rhs_);
     for (int i = 0; i < n_; ++i) body(i).delta = sparse_solution_.segment<6>(6 * i);
     ctx_.joint_blocks.add_multipliers(SparseMultipliers{&sparse_solution_, &sparse_offsets_, &ctx_.joint_blocks, n_}, -1.0,
-                                  multipliers, blocks_);
+                                  multipliers, blocks_, ctx_.parallel);
   }
 
   /// Fills every joint's rows from `blocks` (Jacobians at `state` with `jacobians`) with r from rhs.
@@ -421,7 +421,10 @@ class Implicit final : public Formulation {
 
   /// P_i' mu in body i's unknowns from `blocks` evaluated at `state`.
   Vec6 load_on(int i, const std::vector<ConstraintBlock>& blocks, const SystemState& state) const {
-    return ctx_.joint_blocks.load_on<6>(i, core_->leaf(i).handles, blocks, mu_, to_x(state));
+    const Vec6 wrench = ctx_.joint_blocks.wrench_on(i, core_->leaf(i).handles, blocks, mu_);
+    Vec6 load;  // T' wrench for to_x's T = diag(I, A)
+    load << wrench.head<3>(), state[static_cast<std::size_t>(i)].q.toRotationMatrix().transpose() * wrench.tail<3>();
+    return load;
   }
 
   /// Residual e_x of body i at the iterate (implicit.hpp).
