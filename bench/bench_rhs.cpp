@@ -2,11 +2,15 @@
 // spherical chain of paper 000, Sect. 4.4 (n = 2 ... 1024), with 1 and 2 threads.
 //
 // The formulation's ODE right-hand side is called directly, at the initial state. LoopRhs does
-// the same on paper 001's closed loops (its Table 1).
+// the same on paper 001's closed loops (its Table 1). Ali3Step times one whole ali3 step
+// (Newton-Raphson and both projections) on the same chains, with paper 000's settings and the
+// penalty compare suggests for the chain.
 //
 //   build/bench/treedyn_bench --benchmark_filter=Rhs
+//   build/bench/treedyn_bench --benchmark_filter=Ali3Step
 #include <benchmark/benchmark.h>
 
+#include "treedyn/compare.hpp"
 #include "treedyn/formulations.hpp"
 #include "treedyn/generators.hpp"
 #include "treedyn/model_json.hpp"
@@ -48,10 +52,37 @@ void HdcaLoopRhs(benchmark::State& state) { LoopRhs(state, "hdca"); }
 void DcaLoopRhs(benchmark::State& state) { LoopRhs(state, "dca"); }
 void HdcaRhs(benchmark::State& state) { rhs(state, "hdca"); }
 
+/// One step from the chain's fall from rest; the run starts again (untimed) every 500 steps,
+/// 5 s of the fall, so that long benchmark loops time the same motion.
+void Ali3Step(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const Model model = make_chain(n, JointType::Spherical);
+  FormulationSettings settings = suggested_settings(model, "ali3", CompareOptions{});
+  settings.threads = static_cast<int>(state.range(1));
+  std::unique_ptr<Formulation> f;
+  int steps = 500;
+  for (auto _ : state) {
+    if (steps == 500) {
+      state.PauseTiming();
+      f = make_formulation("ali3", model, settings);
+      steps = 0;
+      state.ResumeTiming();
+    }
+    ++steps;
+    f->advance_to(steps * settings.dt);
+  }
+  state.counters["alpha"] = settings.ali3.alpha;
+  state.counters["per_body"] =
+      benchmark::Counter(static_cast<double>(n) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert, benchmark::Counter::OneK::kIs1000);
+}
+
 }  // namespace
 
 BENCHMARK(DcaRhs)->ArgsProduct({benchmark::CreateRange(2, 1024, 2), {1, 2}})->ArgNames({"n", "threads"})->Unit(benchmark::kMicrosecond);
 BENCHMARK(HdcaRhs)->ArgsProduct({benchmark::CreateRange(2, 1024, 2), {1, 2}})->ArgNames({"n", "threads"})->Unit(benchmark::kMicrosecond);
+
+BENCHMARK(Ali3Step)->ArgsProduct({benchmark::CreateRange(2, 1024, 2), {1, 2}})->ArgNames({"n", "threads"})->Unit(benchmark::kMicrosecond);
 
 BENCHMARK(HdcaLoopRhs)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(DcaLoopRhs)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
