@@ -52,6 +52,9 @@ class Formulation {
   virtual std::vector<std::string> warnings() const { return {}; }
   /// Wall-clock seconds per stage (for a profile), if the formulation keeps them.
   virtual std::map<std::string, double> stage_seconds() const { return {}; }
+  /// Figures of the run that only this formulation has (ali3: the largest Euler-parameter
+  /// normalisation error), for summaries.
+  virtual std::map<std::string, double> diagnostics() const { return {}; }
   /// For formulations that integrate an ODE: the system and its current state (benchmarks time
   /// the right-hand side alone). Null for step-based formulations.
   virtual OdeSystem* ode() { return nullptr; }

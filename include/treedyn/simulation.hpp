@@ -49,6 +49,7 @@ struct SimulationResult {
   ConstraintErrors constraint_error_max;
   std::vector<std::string> warnings;
   std::map<std::string, double> stage_seconds;
+  std::map<std::string, double> diagnostics;  // Formulation::diagnostics() at the end of the run
   bool ok() const { return status == "ok"; }
   double real_time_factor() const { return wall_seconds > 0.0 ? t_reached / wall_seconds : 0.0; }
 };

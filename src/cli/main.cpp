@@ -152,6 +152,7 @@ int simulate(const SimulateArgs& a) {
     std::printf("  largest constraint error: position %s, velocity %s, acceleration %s\n",
                 sci(r.constraint_error_max.position).c_str(), sci(r.constraint_error_max.velocity).c_str(),
                 sci(r.constraint_error_max.acceleration).c_str());
+    for (const auto& [name, value] : r.diagnostics) std::printf("  %s: %s\n", name.c_str(), sci(value).c_str());
     std::printf("  results: %s/{trajectory.csv, metrics.csv, summary.json}\n", out_dir.c_str());
   }
   if (a.profile) print_profile(r);

@@ -118,6 +118,7 @@ std::string summary_json(const Model& model, const SimulationResult& r) {
   if (!r.ok()) j["failure_time"] = r.failure_time;
   j["warnings"] = r.warnings;
   if (!r.stage_seconds.empty()) j["stage_seconds"] = r.stage_seconds;
+  if (!r.diagnostics.empty()) j["diagnostics"] = r.diagnostics;
   return j.dump(2) + "\n";
 }
 

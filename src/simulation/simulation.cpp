@@ -73,6 +73,7 @@ SimulationResult run_simulation(const Model& model, Formulation& formulation, co
   result.stats = formulation.stats();
   result.warnings = formulation.warnings();  // after the run: some notices arise during it
   result.stage_seconds = formulation.stage_seconds();
+  result.diagnostics = formulation.diagnostics();
   return result;
 }
 

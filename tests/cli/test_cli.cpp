@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include "support.hpp"
 #include "treedyn/model_json.hpp"
@@ -34,6 +36,17 @@ TEST(Cli, SimulateWritesResultsAndASummary) {
   ASSERT_EQ(out.status, 0) << out.text;
   EXPECT_NE(out.text.find("four_bar with reference"), std::string::npos) << out.text;
   for (const char* f : {"trajectory.csv", "metrics.csv", "summary.json"}) EXPECT_TRUE(std::filesystem::exists(temp("fb") + "/" + f)) << f;
+}
+
+// A formulation's own figures (ali3: the Euler parameters' normalisation error) reach the
+// printed summary and summary.json.
+TEST(Cli, SimulatePrintsAndWritesTheFormulationsDiagnostics) {
+  const auto out = run("simulate " + treedyn::test::model_path("spatial_double_pendulum") + " -f ali3 --t-end 0.5 -o " + temp("sdp"));
+  ASSERT_EQ(out.status, 0) << out.text;
+  EXPECT_NE(out.text.find("euler_parameter_norm_error_max: "), std::string::npos) << out.text;
+  std::ifstream summary(temp("sdp") + "/summary.json");
+  const std::string json((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
+  EXPECT_NE(json.find("\"euler_parameter_norm_error_max\""), std::string::npos) << json;
 }
 
 TEST(Cli, InfoReportsMobilityRedundancyAndTheTree) {
