@@ -237,8 +237,7 @@ class Ali3 final : public Formulation {
     Mat7 M_cc = b.M_check;
     M_cc.bottomRightCorner<4, 4>().noalias() += s * options_.alpha * p * p.transpose();
     if (!cholesky_inverse<double, 7>(M_cc, b.K, 0.0))
-      throw SimulationError(t, "ali3: the tangent with geometric stiffness of body '" +
-                                   model_.bodies[static_cast<std::size_t>(i)].name +
+      throw SimulationError(t, "ali3: the tangent with geometric stiffness of body '" + model_body.name +
                                    "' is not positive definite (large constraint loads): leave out --geometric-stiffness or shorten the step");
     b.K *= s;
   }
