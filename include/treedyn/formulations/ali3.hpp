@@ -19,11 +19,13 @@
 //      and accelerations start the next step (predictor and Eqs. 15-16).
 // Consistent accelerations and multipliers at t0 come from the same tree (Sect. 3.5, step 1).
 //
-// The tree is treedyn's dc::HandleTree in 7 coordinates with compliant joint rows: with
-// K = (h^2/4) M_cc^-1 and loads f = -Phi_q' Delta lambda, every body reads Delta q = K f + b and
-// every joint Phi_q,P Delta q_P + Phi_q,C Delta q_C + (1/alpha)(-Delta lambda) = -Phi, so that
-// the matrix eliminated at a node is C^-1 = I/alpha + sum Phi_q K Phi_q' (Eq. 35, signs folded):
-// positive definite even for redundant constraints and at singular positions.
+// The tree is treedyn's dc::HandleTree with compliant joint rows: with K = (h^2/4) M_cc^-1 and
+// loads f = -Phi_q' Delta lambda, every body reads Delta q = K f + b and every joint
+// Phi_q,P Delta q_P + Phi_q,C Delta q_C + (1/alpha)(-Delta lambda) = -Phi, so that the matrix
+// eliminated at a node is C^-1 = I/alpha + sum Phi_q K Phi_q' (Eq. 35, signs folded): positive
+// definite even for redundant constraints and at singular positions. Since Phi_q = J T with the
+// twist Jacobian J and T = diag(I, 2 E(p)), the tree runs in twist space (6 x 6 blocks):
+// T K T' at the leaves, T b in and x = b + K T' f out, the same solution as in the 7 coordinates.
 //
 // Departures from the paper's text, each checked against the equations it comes from:
 //   - M_c = M - (h^2/4) dQ/dq - (h/2) dQ/dqd: the paper's text (below Eq. 20) swaps the two

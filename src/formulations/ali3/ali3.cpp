@@ -22,8 +22,8 @@ namespace {
 
 using Vec7 = Eigen::Matrix<double, 7, 1>;
 using Mat7 = Eigen::Matrix<double, 7, 7>;
-using Tree = dc::HandleTree<double, 7>;
-using Rows = dc::JointRows<double, 7>;
+using Tree = dc::HandleTree<double, 6>;
+using Rows = dc::JointRows<double, 6>;
 
 /// Per body: the trapezoidal state and the tangent (held through Newton-Raphson, rebuilt once for
 /// the projections).
@@ -33,8 +33,10 @@ struct BodyData {
   double mu = 0.0;               // normalisation multiplier
   double psi = 0.0;              // Psi = (p'p - 1)/2 at the iterate
   Vec7 Q = Vec7::Zero();         // generalized forces (Eq. 8) at the iterate
-  Mat7 M_check = Mat7::Zero();   // M_c of the last full pass
+  Mat7 M_check = Mat7::Zero();   // M_c of the last full pass, kept only with geometric stiffness
   Mat7 K = Mat7::Zero();         // (h^2/4) M_cc^-1 of the last full pass
+  Vec4 p_tangent = Vec4::Zero(); // the Euler parameters it was built at: T = diag(I, 2 E(p_tangent))
+  Mat6 K_twist = Mat6::Zero();   // T K T', the leaf's K in the tree (twist space)
   Vec7 bias = Vec7::Zero();      // the leaf's b in the current pass
   Vec7 delta = Vec7::Zero();     // Delta q of the Newton iteration
 };
@@ -54,7 +56,7 @@ class Ali3 final : public Formulation {
       : model_(model),
         options_(options),
         n_(model.body_count()),
-        ctx_(model, 7, "ali3", options.threads),
+        ctx_(model, 6, "ali3", options.threads),
         timer_({"newton", "velocity projection", "acceleration projection"}),
         state_(initial_state(model)),
         bodies_(static_cast<std::size_t>(n_)),
@@ -143,7 +145,7 @@ class Ali3 final : public Formulation {
     s.r = b.q.head<3>();
     s.q = quaternion<double>(p.normalized());
     s.v = b.qd.head<3>();
-    s.w = 2.0 * E_matrix<double>(p) * b.qd.tail<4>();
+    s.w = 2.0 * (E_matrix<double>(p) * b.qd.tail<4>());
   }
 
   void update_states() { ctx_.parallel.for_each(n_, [&](int i) { update_state(i); }); }
@@ -154,36 +156,41 @@ class Ali3 final : public Formulation {
   }
 
   /// Evaluates joint j's blocks at (t, state_) and sets r of its tree rows from `rhs` (Phi,
-  /// Phi_t or gamma of a block). With `tangent`, also the rows' Jacobians in 7 coordinates,
-  /// Phi_q = [J_v, 2 J_w E(p)], and their compliance 1/alpha; otherwise the Jacobians the
-  /// elimination matrices were built with are held (modified Newton, the second projection).
+  /// Phi_t or gamma of a block). With `tangent`, also the rows' twist Jacobians J (the tree works
+  /// in twist space: Phi_q = J T, see solve_tree) and their compliance 1/alpha; otherwise the
+  /// Jacobians the elimination matrices were built with are held (modified Newton, the second
+  /// projection).
   template <class Rhs>
   void joint_rows(int j, double t, bool tangent, Rhs&& rhs) {
     Rows& jr = rows_[static_cast<std::size_t>(j)];
     ctx_.joint_blocks.evaluate(j, t, state_, blocks_);
     if (tangent) jr.compliance = 1.0 / options_.alpha;
-    ctx_.joint_blocks.fill(j, tangent, blocks_, jr, to_q(), rhs);
-  }
-
-  /// Maps a body's twist Jacobian rows to its 7 coordinates at the current iterate.
-  auto to_q() const {
-    return [this](const ConstraintRows& J, int i, int m) { return in_q(J, body(i).q.tail<4>(), m); };
-  }
-
-  /// A twist Jacobian (m x 6) in the 7 coordinates of a body with Euler parameters p: J T with
-  /// T = diag(I, 2 E(p)), since w = 2 E(p) pd.
-  static Eigen::Matrix<double, Eigen::Dynamic, 7, 0, 7, 7> in_q(const ConstraintRows& J, const Vec4& p, int m) {
-    Eigen::Matrix<double, Eigen::Dynamic, 7, 0, 7, 7> out(m, 7);
-    out.leftCols<3>() = J.leftCols<3>();
-    out.rightCols<4>().noalias() = 2.0 * J.rightCols<3>() * E_matrix<double>(p);
-    return out;
+    ctx_.joint_blocks.fill(j, tangent, blocks_, jr, [](const ConstraintRows& J, int, int) { return J; }, rhs);
   }
 
   /// A wrench [force; torque] (global, at the centre of mass) as a generalized force in the 7
   /// coordinates: T' [f; n] = [f; 2 E(p)' n] (Eq. 8's 2 G' n' = 2 E' n).
   static Vec7 in_q(const Vec6& wrench, const Vec4& p) {
     Vec7 out;
-    out << wrench.head<3>(), 2.0 * E_matrix<double>(p).transpose() * wrench.tail<3>();
+    out << wrench.head<3>(), 2.0 * (E_matrix<double>(p).transpose() * wrench.tail<3>());
+    return out;
+  }
+
+  /// A displacement in the 7 coordinates as a twist: T x = [x_r; 2 E(p) x_p].
+  static Vec6 in_twist(const Vec7& x, const Vec4& p) {
+    Vec6 out;
+    out << x.head<3>(), 2.0 * (E_matrix<double>(p) * x.tail<4>());
+    return out;
+  }
+
+  /// T K T' for a symmetric K in the 7 coordinates, T = diag(I, 2 E(p)).
+  static Mat6 in_twist(const Mat7& K, const Vec4& p) {
+    const Mat34 E2 = 2.0 * E_matrix<double>(p);
+    Mat6 out;
+    out.topLeftCorner<3, 3>() = K.topLeftCorner<3, 3>();
+    out.topRightCorner<3, 3>().noalias() = K.topRightCorner<3, 4>() * E2.transpose();
+    out.bottomLeftCorner<3, 3>() = out.topRightCorner<3, 3>().transpose();
+    out.bottomRightCorner<3, 3>().noalias() = E2 * K.bottomRightCorner<4, 4>() * E2.transpose();
     return out;
   }
 
@@ -193,7 +200,7 @@ class Ali3 final : public Formulation {
     const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
     const Mat34 G = G_matrix<double>(body(i).q.tail<4>());
     Vec7 out;
-    out << model_body.mass * v.head<3>(), 4.0 * G.transpose() * (model_body.inertia * (G * v.tail<4>()));
+    out << model_body.mass * v.head<3>(), 4.0 * (G.transpose() * (model_body.inertia * (G * v.tail<4>())));
     return out;
   }
 
@@ -206,7 +213,7 @@ class Ali3 final : public Formulation {
       const Vec4 p = b.q.tail<4>(), pd = b.qd.tail<4>();
       const Mat34 G = G_matrix<double>(p), Gd = G_matrix<double>(pd);
       b.Q = in_q(wrenches_[static_cast<std::size_t>(i)], p);
-      b.Q.tail<4>() -= 8.0 * Gd.transpose() * model_body.inertia * G * pd;
+      b.Q.tail<4>() -= 8.0 * (Gd.transpose() * (model_body.inertia * (G * pd)));
       b.psi = 0.5 * (p.squaredNorm() - 1.0);
     });
   }
@@ -217,22 +224,36 @@ class Ali3 final : public Formulation {
     return in_q(ctx_.joint_blocks.wrench_on(i, core_->leaf(i).handles, blocks_, lambda_), body(i).q.tail<4>());
   }
 
-  /// The step's tangent of body i: M_c (mass only unless geometric stiffness is asked for) and
-  /// K = (h^2/4) M_cc^-1, M_cc = M_c + (h^2/4) alpha Psi_q' Psi_q (Eq. 23). With M_c = M the
-  /// inverse is block diagonal and in closed form (euler_block_inverse); with geometric stiffness
-  /// M_c is a general symmetric matrix, inverted by Cholesky.
+  /// M_c v at the tangent's positions (the projections, which do not move q): M v (Eq. 7)
+  /// unless geometric stiffness is asked for, when M_c is stored.
+  Vec7 mass_c_times(int i, const Vec7& v) const {
+    return options_.geometric_stiffness ? Vec7(body(i).M_check * v) : mass_times(i, v);
+  }
+
+  /// The step's tangent of body i: K = (h^2/4) M_cc^-1, M_cc = M_c + (h^2/4) alpha Psi_q' Psi_q
+  /// (Eq. 23), and the tree's K_twist = T K T'. With M_c = M (no geometric stiffness) both are
+  /// in closed form: K is block diagonal (euler_block_inverse), and since E(p) p = 0 and
+  /// E(p) G(p)' = (p'p) A, T K T' = (h^2/4) diag(I/m, A J'^-1 A') — the inverse of the body's
+  /// spatial inertia about its centre of mass, in which the penalty does not appear. With
+  /// geometric stiffness M_c is a general symmetric matrix, inverted by Cholesky.
   void tangent(int i, double t, double h) {
     BodyData& b = body(i);
     const double s = 0.25 * h * h;
     const Vec4 p = b.q.tail<4>();
     const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
-    b.M_check = mass_matrix(model_body.mass, model_body.inertia, p);
+    const Mat3& J_inverse = inertia_inverse_[static_cast<std::size_t>(i)];
+    b.p_tangent = p;
     if (!options_.geometric_stiffness) {
       b.K.setZero();
       b.K.topLeftCorner<3, 3>().diagonal().setConstant(s / model_body.mass);
-      b.K.bottomRightCorner<4, 4>() = s * euler_block_inverse<double>(inertia_inverse_[static_cast<std::size_t>(i)], p, s * options_.alpha);
+      b.K.bottomRightCorner<4, 4>() = s * euler_block_inverse<double>(J_inverse, p, s * options_.alpha);
+      const Mat3 A = state_[static_cast<std::size_t>(i)].q.toRotationMatrix();
+      b.K_twist.setZero();
+      b.K_twist.topLeftCorner<3, 3>().diagonal().setConstant(s / model_body.mass);
+      b.K_twist.bottomRightCorner<3, 3>().noalias() = s * A * J_inverse * A.transpose();
       return;
     }
+    b.M_check = mass_matrix(model_body.mass, model_body.inertia, p);
     add_geometric_stiffness(i, t, h);
     Mat7 M_cc = b.M_check;
     M_cc.bottomRightCorner<4, 4>().noalias() += s * options_.alpha * p * p.transpose();
@@ -240,6 +261,7 @@ class Ali3 final : public Formulation {
       throw SimulationError(t, "ali3: the tangent with geometric stiffness of body '" + model_body.name +
                                    "' is not positive definite (large constraint loads): leave out --geometric-stiffness or shorten the step");
     b.K *= s;
+    b.K_twist = in_twist(b.K, p);
   }
 
   /// (h^2/4) (Phi_qq' lambda + Psi_qq' mu) added to M_c (end of Sect. 4.4): the derivative of the
@@ -264,9 +286,9 @@ class Ali3 final : public Formulation {
             const bool parent = joint.parent == i;
             ctx_.constraints.evaluate_block(k, t, parent ? moved : state_of(state_, joint.parent),
                                         parent ? state_of(state_, joint.child) : moved, scratch);
-            const int m = scratch.size();
-            load.noalias() += in_q(parent ? scratch.J_P : scratch.J_C, q.tail<4>(), m).transpose() *
-                              lambda_.segment(ctx_.constraints.offset(k), m);
+            const Vec6 wrench = (parent ? scratch.J_P : scratch.J_C).transpose() *
+                                lambda_.segment(ctx_.constraints.offset(k), scratch.size());
+            load += in_q(wrench, q.tail<4>());
           }
         D.col(c) += sign * load / (2.0 * eps);
       }
@@ -279,6 +301,11 @@ class Ali3 final : public Formulation {
   /// `out`. With `full` each leaf first builds the step's tangent at (t, h) and the pass builds
   /// the elimination matrices; otherwise they are held (bias only). bias_of(i) is body i's b (it
   /// may read its K).
+  ///
+  /// The tree works in twist space: with Phi_q = J T, T = diag(I, 2 E(p)) at the tangent's p,
+  /// every matrix it eliminates is J (T K T') J' and a body's load Phi_q' lambda = T' (J' lambda).
+  /// So a leaf enters with K_twist = T K T' and b_twist = T b, and leaves with x = b + K T' f from
+  /// its twist-space load f: the same solution as in the 7 coordinates, on 6 x 6 matrices.
   template <class Bias, class After = void (*)(int)>
   void solve_tree(bool full, double t, double h, Vec7 BodyData::*out, Bias&& bias_of, After&& after = [](int) {}) {
     auto leaf_in = [&](int i) {
@@ -286,19 +313,20 @@ class Ali3 final : public Formulation {
       BodyData& b = body(i);
       if (full) tangent(i, t, h);
       b.bias = bias_of(i);
+      const Vec6 bias_twist = in_twist(b.bias, b.p_tangent);
       for (int a = 0; a < node.size(); ++a) {
-        node.b[static_cast<std::size_t>(a)] = b.bias;
+        node.b[static_cast<std::size_t>(a)] = bias_twist;
         if (full)
-          for (int c = 0; c < node.size(); ++c) node.k(a, c) = b.K;
+          for (int c = 0; c < node.size(); ++c) node.k(a, c) = b.K_twist;
       }
     };
     auto leaf_out = [&](int i) {
       auto& node = core_->leaf(i);
       BodyData& b = body(i);
-      Vec7 f = Vec7::Zero();
+      Vec6 f = Vec6::Zero();
       for (const auto& fh : node.f) f += fh;
       b.*out = b.bias;
-      (b.*out).noalias() += b.K * f;
+      (b.*out).noalias() += b.K * in_q(f, b.p_tangent);
       after(i);
     };
     if (full) core_->solve(rows_, ctx_.parallel, leaf_in, leaf_out);
@@ -434,7 +462,7 @@ class Ali3 final : public Formulation {
         true, t, h, &BodyData::qd,
         [&](int i) -> Vec7 {  // theta (Eq. 45)
           const BodyData& b = body(i);
-          return (b.K * (b.M_check * b.qd)) / s;
+          return (b.K * mass_c_times(i, b.qd)) / s;
         },
         [&](int i) { update_state(i); });
     ++stats_.projections;
@@ -449,7 +477,7 @@ class Ali3 final : public Formulation {
                        [&](int j) { joint_rows(j, t, build, [](const ConstraintBlock& b) { return b.gamma; }); });
     solve_tree(build, t, h, &BodyData::qdd, [&](int i) -> Vec7 {  // xi (Eq. 60)
       const BodyData& b = body(i);
-      Vec7 x = b.M_check * b.qdd;
+      Vec7 x = mass_c_times(i, b.qdd);
       x.tail<4>() -= s * options_.alpha * b.qd.tail<4>().squaredNorm() * b.q.tail<4>();
       return (b.K * x) / s;
     });
