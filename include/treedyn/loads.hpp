@@ -15,6 +15,11 @@ class AppliedLoads {
 
   /// Each body's applied wrench [force; torque about its centre of mass], global frame.
   void evaluate(double t, const SystemState& state, std::vector<Vec6>& wrenches) const;
+  /// Body i's weight [m g; 0], the part of its wrench that needs no other body's state.
+  Vec6 weight(int body) const;
+  /// True if gravity is the only load: then weight(i) is every body's whole applied wrench, and
+  /// a formulation can compute it body by body (in its parallel passes) instead of evaluate().
+  bool gravity_only() const;
 
   /// Gravity potential plus the energy stored in springs.
   double potential_energy(const SystemState& state) const;

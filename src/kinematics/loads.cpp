@@ -53,10 +53,22 @@ void AppliedLoads::add_joint_load(int joint, const CoordinateMeasure& m, double 
   }
 }
 
+Vec6 AppliedLoads::weight(int body) const {
+  Vec6 w;
+  w << model_->bodies[static_cast<std::size_t>(body)].mass * model_->gravity, Vec3::Zero();
+  return w;
+}
+
+bool AppliedLoads::gravity_only() const {
+  const Model& m = *model_;
+  return m.springs.empty() && m.rotational_springs.empty() && m.body_forces.empty() && m.body_torques.empty() &&
+         m.actuators.empty();
+}
+
 void AppliedLoads::evaluate(double t, const SystemState& state, std::vector<Vec6>& wrenches) const {
   const Model& m = *model_;
-  wrenches.assign(state.size(), Vec6::Zero());
-  for (std::size_t i = 0; i < state.size(); ++i) wrenches[i].head<3>() = m.bodies[i].mass * m.gravity;
+  wrenches.resize(state.size());
+  for (std::size_t i = 0; i < state.size(); ++i) wrenches[i] = weight(static_cast<int>(i));
   for (const SpringDamper& s : m.springs) {
     const SpringKinematics k = spring_kinematics(s, state);
     Vec3 f_on_a;  // pulls a towards b when stretched

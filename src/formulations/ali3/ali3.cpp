@@ -62,7 +62,8 @@ class Ali3 final : public Formulation {
         bodies_(static_cast<std::size_t>(n_)),
         blocks_(static_cast<std::size_t>(ctx_.constraints.block_count())),
         wrenches_(static_cast<std::size_t>(n_)),
-        lambda_(Eigen::VectorXd::Zero(ctx_.constraints.rows())) {
+        lambda_(Eigen::VectorXd::Zero(ctx_.constraints.rows())),
+        gravity_only_(ctx_.loads.gravity_only()) {
     check(options);
     for (const Body& b : model.bodies) inertia_inverse_.push_back(b.inertia.inverse());
     per_body_.assign(static_cast<std::size_t>(n_), 0.0);
@@ -204,18 +205,21 @@ class Ali3 final : public Formulation {
     return out;
   }
 
-  /// Q and Psi of every body at the iterate.
-  void body_dynamics(double t) {
-    ctx_.loads.evaluate(t, state_, wrenches_);
-    ctx_.parallel.for_each(n_, [&](int i) {
-      BodyData& b = body(i);
-      const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
-      const Vec4 p = b.q.tail<4>(), pd = b.qd.tail<4>();
-      const Mat34 G = G_matrix<double>(p), Gd = G_matrix<double>(pd);
-      b.Q = in_q(wrenches_[static_cast<std::size_t>(i)], p);
-      b.Q.tail<4>() -= 8.0 * (Gd.transpose() * (model_body.inertia * (G * pd)));
-      b.psi = 0.5 * (p.squaredNorm() - 1.0);
-    });
+  /// The applied loads that couple bodies (springs, forces, actuators), for every body before a
+  /// pass. With gravity alone there is nothing to do: body_dynamics takes each body's weight.
+  void evaluate_loads(double t) {
+    if (!gravity_only_) ctx_.loads.evaluate(t, state_, wrenches_);
+  }
+
+  /// Q and Psi of body i at the iterate (after evaluate_loads), inside the tree pass's leaf.
+  void body_dynamics(int i) {
+    BodyData& b = body(i);
+    const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
+    const Vec4 p = b.q.tail<4>(), pd = b.qd.tail<4>();
+    const Mat34 G = G_matrix<double>(p), Gd = G_matrix<double>(pd);
+    b.Q = in_q(gravity_only_ ? ctx_.loads.weight(i) : wrenches_[static_cast<std::size_t>(i)], p);
+    b.Q.tail<4>() -= 8.0 * (Gd.transpose() * (model_body.inertia * (G * pd)));
+    b.psi = 0.5 * (p.squaredNorm() - 1.0);
   }
 
   /// Phi_q' lambda on body i in its 7 coordinates, with the Jacobians of the current iterate
@@ -349,13 +353,14 @@ class Ali3 final : public Formulation {
       b.qd << s.v, 0.5 * E_matrix<double>(p).transpose() * s.w;
     }
     update_states();
-    body_dynamics(t_);
+    evaluate_loads(t_);
     const double h = options_.dt, s = 0.25 * h * h;
     ctx_.parallel.for_each(model_.joint_count(), [&](int j) {
       joint_rows(j, t_, true, [](const ConstraintBlock& b) { return b.gamma; });
       rows_[static_cast<std::size_t>(j)].compliance = 0.0;  // hard rows: exact consistency
     });
     solve_tree(true, t_, h, &BodyData::qdd, [&](int i) -> Vec7 {
+      body_dynamics(i);
       const BodyData& b = body(i);
       Vec7 Q = b.Q;
       Q.tail<4>() -= s * options_.alpha * b.qd.tail<4>().squaredNorm() * b.q.tail<4>();  // Psi_q' alpha nu, nu = -pd'pd
@@ -387,6 +392,8 @@ class Ali3 final : public Formulation {
   }
 
   /// Step 3 of Sect. 3.5: modified Newton-Raphson with the tangent held from the first iteration.
+  /// Each iteration is one tree pass: a leaf computes its body's dynamics and Newton bias on the
+  /// way up and applies its increment on the way down.
   void newton(double t, double h) {
     ctx_.parallel.for_each(n_, [&](int i) {  // predictor (Sect. 3.2)
       BodyData& b = body(i);
@@ -400,16 +407,21 @@ class Ali3 final : public Formulation {
     double norm = 0.0;
     for (int k = 0; k < options_.newton_max; ++k) {
       const bool first = k == 0;
-      body_dynamics(t);
+      evaluate_loads(t);
       ctx_.parallel.for_each(model_.joint_count(),
                          [&](int j) { joint_rows(j, t, first, [](const ConstraintBlock& b) { return -b.phi; }); });
-      solve_tree(first, t, h, &BodyData::delta, [&](int i) -> Vec7 {  // delta_3 (Eq. 27), penalty term as in ali3.hpp
-        const BodyData& b = body(i);
-        Vec7 g = mass_times(i, b.qdd) + constraint_load(i) - b.Q;  // Eqs. 12-13
-        g.tail<4>() += (b.mu + options_.alpha * b.psi) * b.q.tail<4>();
-        return -(b.K * g);
-      });
-      norm = apply_newton_increment(h);
+      solve_tree(
+          first, t, h, &BodyData::delta,
+          [&](int i) -> Vec7 {  // delta_3 (Eq. 27), penalty term as in ali3.hpp
+            body_dynamics(i);
+            const BodyData& b = body(i);
+            Vec7 g = mass_times(i, b.qdd) + constraint_load(i) - b.Q;  // Eqs. 12-13
+            g.tail<4>() += (b.mu + options_.alpha * b.psi) * b.q.tail<4>();
+            return -(b.K * g);
+          },
+          [&](int i) { apply_newton_increment(i, h); });
+      add_multipliers(-1.0);  // Delta lambda = -(the tree's multipliers): f = -Phi_q' Delta lambda
+      norm = increment_norm();
       ++stats_.newton_iterations;
       if (!std::isfinite(norm)) break;
       if (norm < options_.newton_tol) break;
@@ -423,19 +435,20 @@ class Ali3 final : public Formulation {
     }
   }
 
-  /// q += Delta q, lambda += Delta lambda, mu += alpha (Psi + Psi_q Delta q) (Eq. 21); qd, qdd by
-  /// Eqs. 15-16. Returns ||Delta q||.
-  double apply_newton_increment(double h) {
-    ctx_.parallel.for_each(n_, [&](int i) {
-      BodyData& b = body(i);
-      b.mu += options_.alpha * (b.psi + b.q.tail<4>().dot(b.delta.tail<4>()));
-      b.q += b.delta;
-      trapezoidal_rates(b, h);
-      update_state(i);
-      per_body_[static_cast<std::size_t>(i)] = b.delta.squaredNorm();
-    });
-    add_multipliers(-1.0);  // Delta lambda = -(the tree's multipliers): f = -Phi_q' Delta lambda
-    double sum = 0.0;       // in body order, whatever the threads
+  /// Body i's q += Delta q and mu += alpha (Psi + Psi_q Delta q) (Eq. 21; lambda's increment is
+  /// added per joint after the pass); qd, qdd by Eqs. 15-16.
+  void apply_newton_increment(int i, double h) {
+    BodyData& b = body(i);
+    b.mu += options_.alpha * (b.psi + b.q.tail<4>().dot(b.delta.tail<4>()));
+    b.q += b.delta;
+    trapezoidal_rates(b, h);
+    update_state(i);
+    per_body_[static_cast<std::size_t>(i)] = b.delta.squaredNorm();
+  }
+
+  /// ||Delta q|| of the last iteration, summed in body order whatever the threads.
+  double increment_norm() const {
+    double sum = 0.0;
     for (double d : per_body_) sum += d;
     return std::sqrt(sum);
   }
@@ -517,6 +530,7 @@ class Ali3 final : public Formulation {
   std::unique_ptr<Tree> core_;
   std::vector<Rows> rows_;
   Eigen::VectorXd lambda_;
+  const bool gravity_only_;  // the applied loads are each body's weight alone
   double t_ = 0.0;
   SolverStats stats_;
   std::vector<std::string> warnings_;
