@@ -47,10 +47,8 @@ class RowWriter {
 
   /// Phi = d (3 rows).
   void point(const JointGeometry& g) {
-    for (int k = 0; k < 3; ++k) {
-      b_.phi(row_ + k) = g.d(k);
-      b_.gamma(row_ + k) = -g.centripetal()(k);
-    }
+    b_.phi.segment<3>(row_) = g.d;
+    b_.gamma.segment<3>(row_) = -g.centripetal();
     b_.J_P.block<3, 3>(row_, 0) = -Mat3::Identity();
     b_.J_P.block<3, 3>(row_, 3) = skew(g.s_P);
     b_.J_C.block<3, 3>(row_, 0) = Mat3::Identity();

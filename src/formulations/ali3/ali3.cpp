@@ -146,7 +146,8 @@ class Ali3 final : public Formulation {
     s.r = b.q.head<3>();
     s.q = quaternion<double>(p.normalized());
     s.v = b.qd.head<3>();
-    s.w = 2.0 * (E_matrix<double>(p) * b.qd.tail<4>());
+    const Vec3 Epd = E_matrix<double>(p) * b.qd.tail<4>();
+    s.w = 2.0 * Epd;
   }
 
   void update_states() { ctx_.parallel.for_each(n_, [&](int i) { update_state(i); }); }
@@ -172,15 +173,17 @@ class Ali3 final : public Formulation {
   /// A wrench [force; torque] (global, at the centre of mass) as a generalized force in the 7
   /// coordinates: T' [f; n] = [f; 2 E(p)' n] (Eq. 8's 2 G' n' = 2 E' n).
   static Vec7 in_q(const Vec6& wrench, const Vec4& p) {
-    Vec7 out;
-    out << wrench.head<3>(), 2.0 * (E_matrix<double>(p).transpose() * wrench.tail<3>());
+    const Vec4 En = E_matrix<double>(p).transpose() * wrench.tail<3>();  // apart: Eigen would fold 2 into a
+    Vec7 out;                                                            // slow per-coefficient product
+    out << wrench.head<3>(), 2.0 * En;
     return out;
   }
 
   /// A displacement in the 7 coordinates as a twist: T x = [x_r; 2 E(p) x_p].
   static Vec6 in_twist(const Vec7& x, const Vec4& p) {
+    const Vec3 Ex = E_matrix<double>(p) * x.tail<4>();
     Vec6 out;
-    out << x.head<3>(), 2.0 * (E_matrix<double>(p) * x.tail<4>());
+    out << x.head<3>(), 2.0 * Ex;
     return out;
   }
 
@@ -200,8 +203,10 @@ class Ali3 final : public Formulation {
   Vec7 mass_times(int i, const Vec7& v) const {
     const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
     const Mat34 G = G_matrix<double>(body(i).q.tail<4>());
+    const Vec3 Jw = 4.0 * (model_body.inertia * (G * v.tail<4>()));
+    const Vec4 GJw = G.transpose() * Jw;
     Vec7 out;
-    out << model_body.mass * v.head<3>(), 4.0 * (G.transpose() * (model_body.inertia * (G * v.tail<4>())));
+    out << model_body.mass * v.head<3>(), GJw;
     return out;
   }
 
@@ -218,7 +223,8 @@ class Ali3 final : public Formulation {
     const Vec4 p = b.q.tail<4>(), pd = b.qd.tail<4>();
     const Mat34 G = G_matrix<double>(p), Gd = G_matrix<double>(pd);
     b.Q = in_q(gravity_only_ ? ctx_.loads.weight(i) : wrenches_[static_cast<std::size_t>(i)], p);
-    b.Q.tail<4>() -= 8.0 * (Gd.transpose() * (model_body.inertia * (G * pd)));
+    const Vec3 Jw = 8.0 * (model_body.inertia * (G * pd));
+    b.Q.tail<4>().noalias() -= Gd.transpose() * Jw;
     b.psi = 0.5 * (p.squaredNorm() - 1.0);
   }
 
