@@ -33,7 +33,6 @@ struct BodyData {
   double mu = 0.0;               // normalisation multiplier
   double psi = 0.0;              // Psi = (p'p - 1)/2 at the iterate
   Vec7 Q = Vec7::Zero();         // generalized forces (Eq. 8) at the iterate
-  Mat7 M_check = Mat7::Zero();   // M_c of the last full pass, kept only with geometric stiffness
   Mat7 K = Mat7::Zero();         // (h^2/4) M_cc^-1 of the last full pass
   Vec4 p_tangent = Vec4::Zero(); // the Euler parameters it was built at: T = diag(I, 2 E(p_tangent))
   Mat6 K_twist = Mat6::Zero();   // T K T', the leaf's K in the tree (twist space)
@@ -62,10 +61,10 @@ class Ali3 final : public Formulation {
         bodies_(static_cast<std::size_t>(n_)),
         blocks_(static_cast<std::size_t>(ctx_.constraints.block_count())),
         wrenches_(static_cast<std::size_t>(n_)),
-        lambda_(Eigen::VectorXd::Zero(ctx_.constraints.rows())),
-        gravity_only_(ctx_.loads.gravity_only()) {
+        lambda_(Eigen::VectorXd::Zero(ctx_.constraints.rows())) {
     check(options);
     for (const Body& b : model.bodies) inertia_inverse_.push_back(b.inertia.inverse());
+    if (options.geometric_stiffness) M_check_.assign(static_cast<std::size_t>(n_), Mat7::Zero());
     per_body_.assign(static_cast<std::size_t>(n_), 0.0);
     ctx_.constraints.evaluate(0.0, state_, blocks_);
     core_ = std::make_unique<Tree>(ctx_.tree, ctx_.joint_blocks.sides());
@@ -167,7 +166,8 @@ class Ali3 final : public Formulation {
     Rows& jr = rows_[static_cast<std::size_t>(j)];
     ctx_.joint_blocks.evaluate(j, t, state_, blocks_);
     if (tangent) jr.compliance = 1.0 / options_.alpha;
-    ctx_.joint_blocks.fill(j, tangent, blocks_, jr, [](const ConstraintRows& J, int, int) { return J; }, rhs);
+    ctx_.joint_blocks.fill(j, tangent, blocks_, jr, [](const ConstraintRows& J, int, int) -> const ConstraintRows& { return J; },
+                          rhs);
   }
 
   /// A wrench [force; torque] (global, at the centre of mass) as a generalized force in the 7
@@ -213,7 +213,7 @@ class Ali3 final : public Formulation {
   /// The applied loads that couple bodies (springs, forces, actuators), for every body before a
   /// pass. With gravity alone there is nothing to do: body_dynamics takes each body's weight.
   void evaluate_loads(double t) {
-    if (!gravity_only_) ctx_.loads.evaluate(t, state_, wrenches_);
+    if (!ctx_.loads.gravity_only()) ctx_.loads.evaluate(t, state_, wrenches_);
   }
 
   /// Q and Psi of body i at the iterate (after evaluate_loads), inside the tree pass's leaf.
@@ -222,7 +222,7 @@ class Ali3 final : public Formulation {
     const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
     const Vec4 p = b.q.tail<4>(), pd = b.qd.tail<4>();
     const Mat34 G = G_matrix<double>(p), Gd = G_matrix<double>(pd);
-    b.Q = in_q(gravity_only_ ? ctx_.loads.weight(i) : wrenches_[static_cast<std::size_t>(i)], p);
+    b.Q = in_q(ctx_.loads.gravity_only() ? ctx_.loads.weight(i) : wrenches_[static_cast<std::size_t>(i)], p);
     const Vec3 Jw = 8.0 * (model_body.inertia * (G * pd));
     b.Q.tail<4>().noalias() -= Gd.transpose() * Jw;
     b.psi = 0.5 * (p.squaredNorm() - 1.0);
@@ -237,7 +237,7 @@ class Ali3 final : public Formulation {
   /// M_c v at the tangent's positions (the projections, which do not move q): M v (Eq. 7)
   /// unless geometric stiffness is asked for, when M_c is stored.
   Vec7 mass_c_times(int i, const Vec7& v) const {
-    return options_.geometric_stiffness ? Vec7(body(i).M_check * v) : mass_times(i, v);
+    return options_.geometric_stiffness ? Vec7(M_check_[static_cast<std::size_t>(i)] * v) : mass_times(i, v);
   }
 
   /// The step's tangent of body i: K = (h^2/4) M_cc^-1, M_cc = M_c + (h^2/4) alpha Psi_q' Psi_q
@@ -263,9 +263,10 @@ class Ali3 final : public Formulation {
       b.K_twist.bottomRightCorner<3, 3>().noalias() = s * A * J_inverse * A.transpose();
       return;
     }
-    b.M_check = mass_matrix(model_body.mass, model_body.inertia, p);
+    Mat7& M_check = M_check_[static_cast<std::size_t>(i)];
+    M_check = mass_matrix(model_body.mass, model_body.inertia, p);
     add_geometric_stiffness(i, t, h);
-    Mat7 M_cc = b.M_check;
+    Mat7 M_cc = M_check;
     M_cc.bottomRightCorner<4, 4>().noalias() += s * options_.alpha * p * p.transpose();
     if (!cholesky_inverse<double, 7>(M_cc, b.K, 0.0))
       throw SimulationError(t, "ali3: the tangent with geometric stiffness of body '" + model_body.name +
@@ -278,7 +279,7 @@ class Ali3 final : public Formulation {
   /// body's constraint loads with respect to its own coordinates, by central differences of
   /// Phi_q' lambda (symmetrised; Psi_qq = [0 0; 0 I] for Psi = (p'p - 1)/2).
   void add_geometric_stiffness(int i, double t, double h) {
-    BodyData& b = body(i);
+    const BodyData& b = body(i);
     Mat7 D = Mat7::Zero();
     ConstraintBlock scratch;
     for (int c = 0; c < 7; ++c) {
@@ -304,7 +305,7 @@ class Ali3 final : public Formulation {
       }
     }
     D.bottomRightCorner<4, 4>().diagonal().array() += b.mu;
-    b.M_check += 0.25 * h * h * 0.5 * (D + D.transpose());
+    M_check_[static_cast<std::size_t>(i)] += 0.25 * h * h * 0.5 * (D + D.transpose());
   }
 
   /// One pass of the tree, writing the solution (Delta q, qd or qdd) of every body to its member
@@ -531,12 +532,12 @@ class Ali3 final : public Formulation {
   std::vector<ConstraintBlock> blocks_;
   std::vector<Vec6> wrenches_;
   std::vector<Mat3> inertia_inverse_;  // J^-1 per body, for the closed-form tangent
+  std::vector<Mat7> M_check_;          // M_c per body of the last full pass, only with geometric stiffness
   std::vector<double> per_body_;       // a number per body from a parallel loop (increments, checks)
   double norm_error_max_ = 0.0;        // largest |p'p - 1| after a step
   std::unique_ptr<Tree> core_;
   std::vector<Rows> rows_;
   Eigen::VectorXd lambda_;
-  const bool gravity_only_;  // the applied loads are each body's weight alone
   double t_ = 0.0;
   SolverStats stats_;
   std::vector<std::string> warnings_;
