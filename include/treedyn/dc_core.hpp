@@ -111,6 +111,12 @@ struct SingleElimination {
 /// Most handles a node may have for the single-joint kernel's stack storage.
 inline constexpr int kMaxSingleHandles = 8;
 
+/// How a leaf's K_ij depend on its handles. In joint coordinates (dca, hdca) every pair of
+/// handles has its own block. In absolute coordinates (ali3, implicit) the bodies' coordinates are
+/// those of the centre of mass and the joints' rows carry the arms, so K_ij is the same matrix for
+/// every pair: the leaf stores it once (less memory on long chains, no copies per pass).
+enum class LeafBlocks { PerHandlePair, Shared };
+
 template <class S, int Dim>
 class HandleTree {
  public:
@@ -130,7 +136,7 @@ class HandleTree {
     std::vector<int> handles;  // joints (AssemblyNode::handles)
     std::vector<char> holds_p; // per handle: this node holds the joint's p side
     // K, b, f live in HandleTree's arenas, laid out in the order the passes visit the nodes.
-    std::span<Mat> K;          // handles x handles blocks, K[i * h + j]
+    std::span<Mat> K;          // handles x handles blocks, K[i * h + j]; one block for a Shared leaf
     std::span<Vec> b;
     std::span<Vec> f;          // loads at the handles, after disassembly
     // Elimination of the joints between the children (inner nodes).
@@ -143,13 +149,17 @@ class HandleTree {
     Single single;             // used when exactly one joint is eliminated
     Multiple multiple;         // used when several are
     int size() const { return static_cast<int>(handles.size()); }
-    Mat& k(int i, int j) { return K[static_cast<std::size_t>(i * size() + j)]; }
-    const Mat& k(int i, int j) const { return K[static_cast<std::size_t>(i * size() + j)]; }
+    Mat& k(int i, int j) { return K[index(i, j)]; }
+    const Mat& k(int i, int j) const { return K[index(i, j)]; }
+
+   private:
+    std::size_t index(int i, int j) const { return K.size() == 1 ? 0 : static_cast<std::size_t>(i * size() + j); }
   };
 
   /// sides[j]: the bodies and row count of every model joint j; `method`: how the eliminations
-  /// invert their matrices.
-  HandleTree(const AssemblyTree& tree, std::vector<JointSides> sides, InverseMethod method = InverseMethod::Cholesky);
+  /// invert their matrices; `leaf_blocks`: whether a leaf's K_ij differ per pair of handles.
+  HandleTree(const AssemblyTree& tree, std::vector<JointSides> sides, InverseMethod method = InverseMethod::Cholesky,
+             LeafBlocks leaf_blocks = LeafBlocks::PerHandlePair);
   HandleTree(const HandleTree&) = delete;  // nodes point into the arenas
   HandleTree& operator=(const HandleTree&) = delete;
 

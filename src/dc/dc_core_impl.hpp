@@ -8,36 +8,43 @@
 namespace treedyn::dc {
 
 template <class S, int Dim>
-HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides> sides, InverseMethod method)
+HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides> sides, InverseMethod method,
+                               LeafBlocks leaf_blocks)
     : tree_(&tree), sides_(std::move(sides)), method_(method), nodes_(tree.nodes().size()) {
-  // Handles (joints that carry loads), then the arenas in the passes' visiting order.
+  // Handles (joints that carry loads), then the arenas in the passes' visiting order. Leaves
+  // eliminate nothing, so they have no W.
   std::vector<int> order;
   for (const auto& s : tree.subtrees()) order.insert(order.end(), s.begin(), s.end());
   for (const auto& level : tree.upper_levels()) order.insert(order.end(), level.begin(), level.end());
+  auto k_blocks = [&](int id) -> std::size_t {
+    const auto h = static_cast<std::size_t>(node(id).size());
+    return tree.node(id).is_leaf() && leaf_blocks == LeafBlocks::Shared ? std::min<std::size_t>(h, 1) : h * h;
+  };
+  auto w_blocks = [&](int id) -> std::size_t { return tree.node(id).is_leaf() ? 0 : static_cast<std::size_t>(node(id).size()); };
   std::size_t k_size = 0, v_size = 0, w_size = 0;
   for (int id = 0; id < static_cast<int>(nodes_.size()); ++id) {
     Node& n = node(id);
     for (int j : tree.node(id).handles)
       if (sides_[static_cast<std::size_t>(j)].rows > 0) n.handles.push_back(j);
-    const auto h = static_cast<std::size_t>(n.size());
-    k_size += h * h;
-    v_size += h;
-    w_size += h;
+    k_size += k_blocks(id);
+    v_size += static_cast<std::size_t>(n.size());
+    w_size += w_blocks(id);
   }
   K_arena_.assign(k_size, Mat::Zero());
   W_arena_.assign(w_size, Mat::Zero());
   b_arena_.assign(v_size, Vec::Zero());
   f_arena_.assign(v_size, Vec::Zero());
-  std::size_t k_at = 0, v_at = 0;
+  std::size_t k_at = 0, v_at = 0, w_at = 0;
   for (int id : order) {
     Node& n = node(id);
     const auto h = static_cast<std::size_t>(n.size());
-    n.K = std::span<Mat>(K_arena_.data() + k_at, h * h);
+    n.K = std::span<Mat>(K_arena_.data() + k_at, k_blocks(id));
     n.b = std::span<Vec>(b_arena_.data() + v_at, h);
     n.f = std::span<Vec>(f_arena_.data() + v_at, h);
-    n.single.W = std::span<Mat>(W_arena_.data() + v_at, h);
-    k_at += h * h;
+    n.single.W = std::span<Mat>(W_arena_.data() + w_at, w_blocks(id));
+    k_at += k_blocks(id);
     v_at += h;
+    w_at += w_blocks(id);
   }
   for (int id : order) setup_node(id);  // children before parents
   // Base connection: the root's handles all meet the ground.

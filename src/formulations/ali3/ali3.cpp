@@ -35,7 +35,6 @@ struct BodyData {
   Vec7 Q = Vec7::Zero();         // generalized forces (Eq. 8) at the iterate
   Mat7 K = Mat7::Zero();         // (h^2/4) M_cc^-1 of the last full pass
   Vec4 p_tangent = Vec4::Zero(); // the Euler parameters it was built at: T = diag(I, 2 E(p_tangent))
-  Mat6 K_twist = Mat6::Zero();   // T K T', the leaf's K in the tree (twist space)
   Vec7 bias = Vec7::Zero();      // the leaf's b in the current pass
   Vec7 delta = Vec7::Zero();     // Delta q of the Newton iteration
 };
@@ -67,7 +66,7 @@ class Ali3 final : public Formulation {
     if (options.geometric_stiffness) M_check_.assign(static_cast<std::size_t>(n_), Mat7::Zero());
     per_body_.assign(static_cast<std::size_t>(n_), 0.0);
     ctx_.constraints.evaluate(0.0, state_, blocks_);
-    core_ = std::make_unique<Tree>(ctx_.tree, ctx_.joint_blocks.sides());
+    core_ = std::make_unique<Tree>(ctx_.tree, ctx_.joint_blocks.sides(), InverseMethod::Cholesky, dc::LeafBlocks::Shared);
     rows_.resize(model.joints.size());
     for (const auto& f : model.frictions)
       warnings_.push_back("ali3: Coulomb friction '" + f.name + "' is ignored (not supported by this formulation)");
@@ -241,12 +240,12 @@ class Ali3 final : public Formulation {
   }
 
   /// The step's tangent of body i: K = (h^2/4) M_cc^-1, M_cc = M_c + (h^2/4) alpha Psi_q' Psi_q
-  /// (Eq. 23), and the tree's K_twist = T K T'. With M_c = M (no geometric stiffness) both are
+  /// (Eq. 23); returns the tree's T K T'. With M_c = M (no geometric stiffness) both are
   /// in closed form: K is block diagonal (euler_block_inverse), and since E(p) p = 0 and
   /// E(p) G(p)' = (p'p) A, T K T' = (h^2/4) diag(I/m, A J'^-1 A') — the inverse of the body's
   /// spatial inertia about its centre of mass, in which the penalty does not appear. With
   /// geometric stiffness M_c is a general symmetric matrix, inverted by Cholesky.
-  void tangent(int i, double t, double h) {
+  Mat6 tangent(int i, double t, double h) {
     BodyData& b = body(i);
     const double s = 0.25 * h * h;
     const Vec4 p = b.q.tail<4>();
@@ -258,10 +257,10 @@ class Ali3 final : public Formulation {
       b.K.topLeftCorner<3, 3>().diagonal().setConstant(s / model_body.mass);
       b.K.bottomRightCorner<4, 4>() = s * euler_block_inverse<double>(J_inverse, p, s * options_.alpha);
       const Mat3 A = state_[static_cast<std::size_t>(i)].q.toRotationMatrix();
-      b.K_twist.setZero();
-      b.K_twist.topLeftCorner<3, 3>().diagonal().setConstant(s / model_body.mass);
-      b.K_twist.bottomRightCorner<3, 3>().noalias() = s * A * J_inverse * A.transpose();
-      return;
+      Mat6 K_twist = Mat6::Zero();
+      K_twist.topLeftCorner<3, 3>().diagonal().setConstant(s / model_body.mass);
+      K_twist.bottomRightCorner<3, 3>().noalias() = s * A * J_inverse * A.transpose();
+      return K_twist;
     }
     Mat7& M_check = M_check_[static_cast<std::size_t>(i)];
     M_check = mass_matrix(model_body.mass, model_body.inertia, p);
@@ -272,7 +271,7 @@ class Ali3 final : public Formulation {
       throw SimulationError(t, "ali3: the tangent with geometric stiffness of body '" + model_body.name +
                                    "' is not positive definite (large constraint loads): leave out --geometric-stiffness or shorten the step");
     b.K *= s;
-    b.K_twist = in_twist(b.K, p);
+    return in_twist(b.K, p);
   }
 
   /// (h^2/4) (Phi_qq' lambda + Psi_qq' mu) added to M_c (end of Sect. 4.4): the derivative of the
@@ -322,14 +321,13 @@ class Ali3 final : public Formulation {
     auto leaf_in = [&](int i) {
       auto& node = core_->leaf(i);
       BodyData& b = body(i);
-      if (full) tangent(i, t, h);
+      if (full) {
+        const Mat6 K_twist = tangent(i, t, h);
+        if (node.size() > 0) node.k(0, 0) = K_twist;  // one block for every pair of handles (LeafBlocks::Shared)
+      }
       b.bias = bias_of(i);
       const Vec6 bias_twist = in_twist(b.bias, b.p_tangent);
-      for (int a = 0; a < node.size(); ++a) {
-        node.b[static_cast<std::size_t>(a)] = bias_twist;
-        if (full)
-          for (int c = 0; c < node.size(); ++c) node.k(a, c) = b.K_twist;
-      }
+      for (auto& bh : node.b) bh = bias_twist;
     };
     auto leaf_out = [&](int i) {
       auto& node = core_->leaf(i);

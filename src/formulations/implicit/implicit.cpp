@@ -78,7 +78,7 @@ class Implicit final : public Formulation {
         mu_(lambda_),
         d_mu_(lambda_) {
     check(options);
-    core_ = std::make_unique<Tree>(ctx_.tree, ctx_.joint_blocks.sides());
+    core_ = std::make_unique<Tree>(ctx_.tree, ctx_.joint_blocks.sides(), InverseMethod::Cholesky, dc::LeafBlocks::Shared);
     if (options.linear_solver == ImplicitOptions::LinearSolver::Sparse) setup_sparse();
     setup_frictions();
     if (!half_ && (!model.springs.empty() || !model.rotational_springs.empty()))
@@ -243,11 +243,8 @@ class Implicit final : public Formulation {
       auto& node = core_->leaf(i);
       const BodyData& b = body(i);
       const Vec6 bias = b.K * b.g;
-      for (int h = 0; h < node.size(); ++h) {
-        node.b[static_cast<std::size_t>(h)] = bias;
-        if (factor)
-          for (int c = 0; c < node.size(); ++c) node.k(h, c) = b.K;
-      }
+      for (auto& bh : node.b) bh = bias;
+      if (factor && node.size() > 0) node.k(0, 0) = b.K;  // one block for every pair of handles (LeafBlocks::Shared)
     };
     auto leaf_out = [&](int i) {
       auto& node = core_->leaf(i);
