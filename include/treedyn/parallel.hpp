@@ -68,7 +68,7 @@ class Parallel {
 #pragma omp for schedule(static)
       for (int k = 0; k < count; ++k)
         for (int id : subtrees[static_cast<std::size_t>(k)]) visit(id);
-      for (const auto& level : upper) run_level(level, inner);
+      for (std::size_t l = 0; l < upper.size(); ++l) run_level(upper[l], inner, l + 1 == upper.size());
     }
   }
 
@@ -89,8 +89,8 @@ class Parallel {
     }
 #pragma omp parallel num_threads(threads_)
     {
-      for (auto level = upper.rbegin(); level != upper.rend(); ++level) run_level(*level, inner);
-#pragma omp for schedule(static)
+      for (auto level = upper.rbegin(); level != upper.rend(); ++level) run_level(*level, inner, false);
+#pragma omp for schedule(static) nowait
       for (int k = 0; k < count; ++k) {
         const auto& s = subtrees[static_cast<std::size_t>(k)];
         for (auto id = s.rbegin(); id != s.rend(); ++id) visit(*id);
@@ -109,13 +109,20 @@ class Parallel {
   }
 
  private:
-  /// One level inside a parallel region (the implicit barrier of `omp for` / `omp single` ends it).
+  /// One level inside a parallel region. The implicit barrier of `omp for` / `omp single` ends
+  /// it, except for the region's last level, which the region's own end waits for.
   template <class F>
-  void run_level(const std::vector<int>& level, F& f) const {
+  void run_level(const std::vector<int>& level, F& f, bool last) const {
     const int count = static_cast<int>(level.size());
-    if (count < min_parallel_nodes_) {
+    if (count < min_parallel_nodes_ && last) {
+#pragma omp single nowait
+      for (int id : level) f(id);
+    } else if (count < min_parallel_nodes_) {
 #pragma omp single
       for (int id : level) f(id);
+    } else if (last) {
+#pragma omp for schedule(static) nowait
+      for (int i = 0; i < count; ++i) f(level[static_cast<std::size_t>(i)]);
     } else {
 #pragma omp for schedule(static)
       for (int i = 0; i < count; ++i) f(level[static_cast<std::size_t>(i)]);

@@ -112,7 +112,7 @@ Topology::Topology(const Model& model)
 
 // ---------------------------------------------------------------------------------------------
 
-AssemblyTree::AssemblyTree(const Model& model, const Topology& topology)
+AssemblyTree::AssemblyTree(const Model& model, const Topology& topology, int threads)
     : leaf_of_(static_cast<std::size_t>(model.body_count()), -1) {
   const auto n = static_cast<std::size_t>(model.body_count());
   Context ctx{std::vector<std::vector<int>>(n), std::vector<std::vector<int>>(n), {}, std::vector<char>(n, 0),
@@ -144,11 +144,14 @@ AssemblyTree::AssemblyTree(const Model& model, const Topology& topology)
   attach_joints(model);
   levels_.assign(static_cast<std::size_t>(height() + 1), {});
   for (int id = 0; id < static_cast<int>(nodes_.size()); ++id) levels_[static_cast<std::size_t>(node(id).height)].push_back(id);
-  cut_subtrees();
+  cut_subtrees(threads);
 }
 
-void AssemblyTree::cut_subtrees() {
-  const int cut = std::max(0, height() - 4);
+void AssemblyTree::cut_subtrees(int threads) {
+  int split = 0;  // levels above the cut
+  while ((1 << split) < threads) ++split;
+  if (threads > 1 && (threads & (threads - 1)) != 0) split += 2;
+  const int cut = std::max(0, height() - split);
   std::function<void(int, std::vector<int>&)> postorder = [&](int id, std::vector<int>& out) {
     const AssemblyNode& n = node(id);
     if (!n.is_leaf()) {

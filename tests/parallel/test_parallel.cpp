@@ -66,15 +66,19 @@ TEST(Parallel, PassesVisitEveryNodeOnceChildrenBeforeParentsAndBack) {
 }
 
 TEST(Parallel, SubtreesAndUpperLevelsCoverTheTreeOnce) {
-  const Model m = make_chain(1024, JointType::Spherical);
-  const AssemblyTree tree(m, Topology(m));
-  std::vector<int> seen(tree.nodes().size(), 0);
-  for (const auto& s : tree.subtrees())
-    for (int id : s) seen[static_cast<std::size_t>(id)]++;
-  for (const auto& level : tree.upper_levels())
-    for (int id : level) seen[static_cast<std::size_t>(id)]++;
-  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<long>(seen.size()));
-  EXPECT_EQ(tree.subtrees().size(), 16u);  // height 10, cut at height 6
+  const Model m = make_chain(1024, JointType::Spherical);  // a balanced tree of height 10
+  // threads -> subtrees: one per thread for powers of two, four times more otherwise.
+  for (const auto& [threads, subtrees] : {std::pair{1, 1u}, {2, 2u}, {3, 16u}, {4, 4u}, {8, 8u}}) {
+    const AssemblyTree tree(m, Topology(m), threads);
+    std::vector<int> seen(tree.nodes().size(), 0);
+    for (const auto& s : tree.subtrees())
+      for (int id : s) seen[static_cast<std::size_t>(id)]++;
+    for (const auto& level : tree.upper_levels())
+      for (int id : level) seen[static_cast<std::size_t>(id)]++;
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<long>(seen.size())) << threads << " threads";
+    EXPECT_EQ(tree.subtrees().size(), subtrees) << threads << " threads";
+    EXPECT_EQ(tree.upper_levels().size(), static_cast<std::size_t>(std::log2(subtrees))) << threads << " threads";
+  }
 }
 
 TEST(Parallel, ForEachCoversTheRange) {

@@ -8,7 +8,7 @@ namespace treedyn::jc {
 AccelerationSolver::AccelerationSolver(const Model& model, int threads, double baumgarte_alpha, double baumgarte_beta)
     : model_(model),
       topology_(model),
-      tree_(model, topology_),
+      tree_(model, topology_, threads),
       joints_(model, topology_),
       layout_(make_layout(model, joints_)),
       core_(tree_, layout_.sides),

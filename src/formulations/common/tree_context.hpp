@@ -18,7 +18,7 @@ struct TreeContext {
       : constraints(model),
         joint_blocks(model, constraints, max_joint_rows, formulation),
         topology(model),
-        tree(model, topology),
+        tree(model, topology, threads),
         loads(model),
         parallel(threads) {}
   TreeContext(const TreeContext&) = delete;  // joint_blocks and tree refer to the members above

@@ -22,7 +22,7 @@ class Hdca final : public OdeFormulation {
   Hdca(const Model& model, const HdcaOptions& options)
       : OdeFormulation(hdca::Engine<Kin>::make_timer()),
         topology_(model),
-        tree_(model, topology_),
+        tree_(model, topology_, options.threads),
         engine_(model, topology_, tree_, options.threads, options.inverse),
         reporter_(model, options.threads),
         error_control_(options.error_control) {
