@@ -23,10 +23,12 @@ void pin_threads(int threads);
 
 class Parallel {
  public:
-  /// Trees with fewer nodes run their passes serially whatever the thread count: below about 64
-  /// bodies the fork and join of a parallel region (3-10 us here) cost more than the work
-  /// (docs/benchmarks.md).
-  static constexpr std::size_t kMinParallelTreeNodes = 127;
+  /// Trees with fewer bodies run their passes, and loops with fewer items their iterations,
+  /// serially whatever the thread count: on the two-core development VM a fork and join costs
+  /// 3 us and a barrier 1.4 us, and two threads made an ali3 step of a 64-body chain 1.5x slower
+  /// and of a 128-body chain 1.07x slower (docs/benchmarks.md). 128 is where they break even.
+  static constexpr int kMinParallelBodies = 128;
+  static constexpr std::size_t kMinParallelTreeNodes = 2 * kMinParallelBodies - 1;
 
   /// threads <= 1: serial. Levels with fewer nodes than `min_parallel_nodes` run serially.
   explicit Parallel(int threads = 1, int min_parallel_nodes = 4)
@@ -36,10 +38,10 @@ class Parallel {
 
   int threads() const { return threads_; }
 
-  /// f(i) for i in [0, count) (serially below 64 items, where forking costs more than it saves).
+  /// f(i) for i in [0, count) (serially below kMinParallelBodies items).
   template <class F>
   void for_each(int count, F&& f) const {
-    if (threads_ == 1 || count < 64) {
+    if (threads_ == 1 || count < kMinParallelBodies) {
       for (int i = 0; i < count; ++i) f(i);
       return;
     }

@@ -7,6 +7,7 @@
 #include "support.hpp"
 #include "treedyn/generators.hpp"
 #include "treedyn/model_json.hpp"
+#include "treedyn/parallel.hpp"
 
 using namespace treedyn;
 
@@ -199,7 +200,7 @@ TEST(Ali3, GeometricStiffnessConvergesToTheSameSolution) {
 }
 
 TEST(Ali3, IdenticalForOneAndTwoThreads) {
-  test::expect_identical_for_one_and_two_threads(make_chain(128, JointType::Spherical), "ali3", ali3(0.01, 1e9, 3), 0.5);
+  test::expect_identical_for_one_and_two_threads(make_chain(Parallel::kMinParallelBodies, JointType::Spherical), "ali3", ali3(0.01, 1e9, 3), 0.5);
 }
 
 // A setup that cannot work (weak penalty, huge step) stops with status "failed", a message saying

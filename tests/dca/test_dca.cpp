@@ -9,6 +9,7 @@
 #include "treedyn/generators.hpp"
 #include "treedyn/model_builder.hpp"
 #include "treedyn/model_json.hpp"
+#include "treedyn/parallel.hpp"
 
 using namespace treedyn;
 
@@ -77,7 +78,7 @@ TEST(Dca, LoopDriftGrowsWithoutBaumgarteAndStaysSmallWithIt) {
 }
 
 TEST(Dca, ResultsAreIdenticalForOneAndTwoThreads) {
-  test::expect_identical_for_one_and_two_threads(make_chain(100, JointType::Spherical), "dca", tolerance(1e-8), 0.2);
+  test::expect_identical_for_one_and_two_threads(make_chain(Parallel::kMinParallelBodies, JointType::Spherical), "dca", tolerance(1e-8), 0.2);
 }
 
 TEST(Dca, JointReactionsMatchTheReference) {

@@ -11,6 +11,7 @@
 #include "treedyn/joint_space.hpp"
 #include "treedyn/metrics.hpp"
 #include "treedyn/model_json.hpp"
+#include "treedyn/parallel.hpp"
 
 using namespace treedyn;
 
@@ -160,7 +161,7 @@ TEST(Hdca, VelocityErrorControlKeepsALongChainAccurate) {
 }
 
 TEST(Hdca, ResultsAreIdenticalForOneAndTwoThreads) {
-  test::expect_identical_for_one_and_two_threads(make_chain(100, JointType::Spherical), "hdca", tolerance(1e-8), 0.2);
+  test::expect_identical_for_one_and_two_threads(make_chain(Parallel::kMinParallelBodies, JointType::Spherical), "hdca", tolerance(1e-8), 0.2);
   test::expect_identical_for_one_and_two_threads(paper_model("double_loop8"), "hdca", tolerance(1e-8), 0.2);
 }
 

@@ -10,6 +10,7 @@
 #include "treedyn/errors.hpp"
 #include "treedyn/generators.hpp"
 #include "treedyn/model_json.hpp"
+#include "treedyn/parallel.hpp"
 #include "treedyn/projection.hpp"
 
 using namespace treedyn;
@@ -168,7 +169,7 @@ TEST(Implicit, FrictionOpposesSlidingAndLoadsTheDriver) {
 
 TEST(Implicit, IdenticalForOneAndTwoThreads) {
   for (const char* scheme : kSchemes)
-    test::expect_identical_for_one_and_two_threads(make_chain(8, JointType::Spherical), scheme, implicit(1e-3), 0.5);
+    test::expect_identical_for_one_and_two_threads(make_chain(Parallel::kMinParallelBodies, JointType::Spherical), scheme, implicit(1e-3), 0.1);
 }
 
 // A step too large for the Newton iteration ends the run with status "failed", the time and a

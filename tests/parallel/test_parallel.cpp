@@ -35,15 +35,19 @@ std::vector<double> run_passes(const AssemblyTree& tree, int threads) {
 
 TEST(Parallel, PassesGiveIdenticalResultsForAnyThreadCount) {
   const Model m = make_chain(1000, JointType::Spherical);
-  const AssemblyTree tree(m, Topology(m));
-  const std::vector<double> serial = run_passes(tree, 1);
-  for (int threads : {2, 3, 8}) EXPECT_EQ(run_passes(tree, threads), serial) << threads;
+  const Topology topology(m);
+  const std::vector<double> serial = run_passes(AssemblyTree(m, topology, 1), 1);
+  for (int threads : {2, 3, 8}) {  // each on the tree cut for its thread count
+    EXPECT_EQ(run_passes(AssemblyTree(m, topology, threads), threads), serial) << threads;
+    EXPECT_EQ(run_passes(AssemblyTree(m, topology, 1), threads), serial) << threads << " threads, one subtree";
+  }
 }
 
 TEST(Parallel, PassesVisitEveryNodeOnceChildrenBeforeParentsAndBack) {
   const Model m = make_chain(777, JointType::Revolute);
-  const AssemblyTree tree(m, Topology(m));
-  for (int threads : {1, 2}) {
+  const Topology topology(m);
+  for (int threads : {1, 2, 3}) {
+    const AssemblyTree tree(m, topology, threads);
     std::vector<std::atomic<int>> up(tree.nodes().size()), down(tree.nodes().size());
     std::atomic<int> violations{0};
     Parallel(threads, 1).assemble(
