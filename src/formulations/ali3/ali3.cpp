@@ -398,7 +398,7 @@ class Ali3 final : public Formulation {
 
   /// Step 3 of Sect. 3.5: modified Newton-Raphson with the tangent held from the first iteration.
   /// Each iteration is one tree pass: a leaf computes its body's dynamics and Newton bias on the
-  /// way up and applies its increment on the way down.
+  /// way up and applies its increment (q, mu, and the multipliers of the joints it owns) on the way down.
   void newton(double t, double h) {
     ctx_.parallel.for_each(n_, [&](int i) {  // predictor (Sect. 3.2)
       BodyData& b = body(i);
@@ -424,8 +424,11 @@ class Ali3 final : public Formulation {
             g.tail<4>() += (b.mu + options_.alpha * b.psi) * b.q.tail<4>();
             return -(b.K * g);
           },
-          [&](int i) { apply_newton_increment(i, h); });
-      add_multipliers(-1.0);  // Delta lambda = -(the tree's multipliers): f = -Phi_q' Delta lambda
+          [&](int i) {
+            apply_newton_increment(i, h);
+            for (int j : core_->leaf(i).handles)  // Delta lambda = -(the tree's multipliers): f = -Phi_q' Delta lambda
+              if (ctx_.joint_blocks.owner(j) == i) ctx_.joint_blocks.add_multiplier(j, *core_, -1.0, lambda_, blocks_);
+          });
       norm = increment_norm();
       ++stats_.newton_iterations;
       if (!std::isfinite(norm)) break;

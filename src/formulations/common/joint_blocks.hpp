@@ -80,19 +80,32 @@ class JointBlocks {
     return wrench;
   }
 
-  /// lambda += scale * (the tree's multipliers of every joint), block by block.
-  /// Joints run through `parallel` (each writes only its own rows), so that every thread reads
-  /// the multipliers of the subtrees it eliminated.
+  /// lambda += scale * (the tree's multipliers of joint j), block by block.
+  template <class Tree>
+  void add_multiplier(int joint, const Tree& tree, double scale, Eigen::VectorXd& lambda,
+                      const std::vector<ConstraintBlock>& blocks) const {
+    if (rows(joint) == 0) return;
+    const auto tree_lambda = tree.multiplier(joint);
+    for_each_block(joint, blocks, [&](int k, int at, int m) {
+      lambda.segment(constraints_->offset(k), m) += scale * tree_lambda.segment(at, m);
+    });
+  }
+
+  /// The same for every joint. Joints run through `parallel` (each writes only its own rows), so
+  /// that every thread reads the multipliers of the subtrees it eliminated.
   template <class Tree>
   void add_multipliers(const Tree& tree, double scale, Eigen::VectorXd& lambda,
                        const std::vector<ConstraintBlock>& blocks, const Parallel& parallel) const {
-    parallel.for_each(static_cast<int>(sides_.size()), [&](int j) {
-      if (rows(j) == 0) return;
-      const auto tree_lambda = tree.multiplier(j);
-      for_each_block(j, blocks, [&](int k, int at, int m) {
-        lambda.segment(constraints_->offset(k), m) += scale * tree_lambda.segment(at, m);
-      });
-    });
+    parallel.for_each(static_cast<int>(sides_.size()), [&](int j) { add_multiplier(j, tree, scale, lambda, blocks); });
+  }
+
+  /// The body whose leaf adds joint j's multipliers inside a tree pass (add_multiplier from the
+  /// disassembly's leaf callback, where every multiplier above the leaf is known): its child, or
+  /// its parent if the child is the ground. One body per joint, so no two threads write the same
+  /// rows.
+  int owner(int joint) const {
+    const dc::JointSides& s = sides_[static_cast<std::size_t>(joint)];
+    return s.body_c != kGround ? s.body_c : s.body_p;
   }
 
  private:
