@@ -14,6 +14,7 @@
 #include "treedyn/generators.hpp"
 #include "treedyn/integrators.hpp"
 #include "treedyn/model_json.hpp"
+#include "treedyn/parallel.hpp"
 #include "treedyn/projection.hpp"
 #include "treedyn/result_writer.hpp"
 #include "treedyn/simulation.hpp"
@@ -294,6 +295,8 @@ int info(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::string threads_help =
+      "threads for the tree passes (models under " + std::to_string(Parallel::kMinParallelBodies) + " bodies run serially)";
   CLI::App app{"treedyn: dynamics of constrained multi-rigid-body systems by divide and conquer"};
   app.require_subcommand(1);
   app.footer(list_formulations());
@@ -307,7 +310,7 @@ int main(int argc, char** argv) {
   s->add_option("--integrator", sim.integrator, "ODE integrator (defaults: reference bdf, dca and hdca dopri5; ali3, half-implicit and fully-implicit have their own)");
   s->add_option("--rtol", sim.rtol, "relative tolerance of adaptive integrators (defaults: reference 1e-10, dca and hdca 1e-6)");
   s->add_option("--atol", sim.atol, "absolute tolerance of adaptive integrators (defaults: reference 1e-10, dca and hdca 1e-6)");
-  s->add_option("--threads", sim.threads, "threads for the tree passes")->capture_default_str()->check(CLI::PositiveNumber);
+  s->add_option("--threads", sim.threads, threads_help)->capture_default_str()->check(CLI::PositiveNumber);
   s->add_option("--sample-every", sim.sample_every, "write every k-th step")->capture_default_str()->check(CLI::PositiveNumber);
   s->add_option("--output,-o", sim.output, "output directory (default: results/<model name>)");
   s->add_flag("--assemble", sim.assemble, "project an inconsistent initial state onto the constraints");
@@ -385,7 +388,7 @@ int main(int argc, char** argv) {
   c->add_option("model", cmp_path, "model file (JSON)")->required()->check(CLI::ExistingFile);
   add_compare_options(c, cmp);
   c->add_option("--t-end", cmp_t_end, "end time, s (default: the model's, else 10)");
-  c->add_option("--threads", cmp_threads, "threads for the tree passes")->capture_default_str()->check(CLI::PositiveNumber);
+  c->add_option("--threads", cmp_threads, threads_help)->capture_default_str()->check(CLI::PositiveNumber);
   c->add_option("--output,-o", cmp.output, "output directory (default: results/<model name>/compare)");
   c->add_flag("--assemble", cmp_assemble, "project an inconsistent initial state onto the constraints");
   c->add_flag("--quiet,-q", cmp_quiet, "print nothing but errors");
