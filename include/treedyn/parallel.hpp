@@ -32,9 +32,7 @@ class Parallel {
 
   /// threads <= 1: serial. Levels with fewer nodes than `min_parallel_nodes` run serially.
   explicit Parallel(int threads = 1, int min_parallel_nodes = 4)
-      : threads_(std::max(1, threads)), min_parallel_nodes_(std::max(1, min_parallel_nodes)) {
-    if (threads_ > 1) pin_threads(threads_);
-  }
+      : threads_(std::max(1, threads)), min_parallel_nodes_(std::max(1, min_parallel_nodes)) {}
 
   int threads() const { return threads_; }
 
@@ -45,6 +43,7 @@ class Parallel {
       for (int i = 0; i < count; ++i) f(i);
       return;
     }
+    pin();
 #pragma omp parallel for num_threads(threads_) schedule(static)
     for (int i = 0; i < count; ++i) f(i);
   }
@@ -65,6 +64,7 @@ class Parallel {
         for (int id : level) inner(id);
       return;
     }
+    pin();
 #pragma omp parallel num_threads(threads_)
     {
 #pragma omp for schedule(static)
@@ -89,6 +89,7 @@ class Parallel {
         for (auto id = s.rbegin(); id != s.rend(); ++id) visit(*id);
       return;
     }
+    pin();
 #pragma omp parallel num_threads(threads_)
     {
       for (auto level = upper.rbegin(); level != upper.rend(); ++level) run_level(*level, inner, false);
@@ -111,6 +112,14 @@ class Parallel {
   }
 
  private:
+  /// Pins the team before the first parallel region, so that a Parallel whose work stays serial
+  /// (small models) leaves the process's threads where the system puts them.
+  void pin() const {
+    if (pinned_) return;
+    pin_threads(threads_);
+    pinned_ = true;
+  }
+
   /// One level inside a parallel region. The implicit barrier of `omp for` / `omp single` ends
   /// it, except for the region's last level, which the region's own end waits for.
   template <class F>
@@ -133,6 +142,7 @@ class Parallel {
 
   int threads_;
   int min_parallel_nodes_;
+  mutable bool pinned_ = false;  // set from the calling thread, before any region
 };
 
 }  // namespace treedyn
