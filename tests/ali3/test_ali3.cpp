@@ -6,6 +6,7 @@
 
 #include "support.hpp"
 #include "treedyn/generators.hpp"
+#include "treedyn/model_builder.hpp"
 #include "treedyn/model_json.hpp"
 #include "treedyn/parallel.hpp"
 
@@ -197,6 +198,30 @@ TEST(Ali3, GeometricStiffnessConvergesToTheSameSolution) {
   const auto r = test::simulate(m, "ali3", stiff, 2.0, 0.05, &b);
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_LT(test::max_position_difference(a, b), 1e-8);
+}
+
+// A load that destabilises the tangent: a body balanced upright on a spherical joint, its weight
+// pressing on the joint 1 m below its centre of mass, with almost no rotational inertia. The
+// geometric stiffness of the joint load, about -(h^2/4) 4 m g L = -1e-3 in the Euler-parameter
+// block, outweighs 4 J = 4e-6, so M_c is indefinite and --geometric-stiffness must stop the run
+// at its first step with the error that names the body, while the plain tangent (M, always
+// positive definite) runs.
+TEST(Ali3, IndefiniteGeometricStiffnessStopsWithTheBodysName) {
+  ModelBuilder b("balanced");
+  Body top;
+  top.name = "top";
+  top.mass = 1.0;
+  top.inertia = 1e-6 * Mat3::Identity();
+  top.position = {0.0, 0.0, 1.0};
+  b.gravity({0.0, 0.0, -9.81}).body(top);
+  b.joint(JointSpec::at("base", JointType::Spherical, "ground", "top", {0.0, 0.0, 0.0}));
+  const Model m = b.build();
+  FormulationSettings s = ali3(0.01, 1e9, 3);
+  ASSERT_TRUE(test::simulate(m, "ali3", s, 0.1, 0.05).ok());
+  s.ali3.geometric_stiffness = true;
+  const auto r = test::simulate(m, "ali3", s, 0.1, 0.05);
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.message.find("'top' is not positive definite"), std::string::npos) << r.message;
 }
 
 TEST(Ali3, IdenticalForOneAndTwoThreads) {
