@@ -30,6 +30,7 @@
 #pragma once
 
 #include <algorithm>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -147,7 +148,7 @@ class HandleTree {
     std::vector<Source> from;  // per handle
     int m = 0;                 // equations eliminated here
     Single single;             // used when exactly one joint is eliminated
-    Multiple multiple;         // used when several are
+    std::unique_ptr<Multiple> multiple;  // used when several are (held apart: most nodes eliminate one joint)
     int size() const { return static_cast<int>(handles.size()); }
     Mat& k(int i, int j) { return K[index(i, j)]; }
     const Mat& k(int i, int j) const { return K[index(i, j)]; }

@@ -83,7 +83,10 @@ void HandleTree<S, Dim>::setup_node(int id) {
     const int l = handle_index(left, j);
     n.from.push_back(l >= 0 ? typename Node::Source{0, l} : typename Node::Source{1, handle_index(node(a.right), j)});
   }
-  if (!uses_single(n) && n.m > 0) n.multiple.resize(n.m, h, method_);  // several joints, or too many handles for the single kernel
+  if (!uses_single(n) && n.m > 0) {  // several joints, or too many handles for the single kernel
+    n.multiple = std::make_unique<Multiple>();
+    n.multiple->resize(n.m, h, method_);
+  }
 }
 
 // One joint of M rows between the children (chains, trees): fixed sizes throughout.
@@ -176,7 +179,7 @@ void HandleTree<S, Dim>::recover_single(Node& n, Node* const side[2], const Join
 // Several joints between the children (a loop closing here): one m x m system.
 template <class S, int Dim>
 void HandleTree<S, Dim>::eliminate_multiple(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
-  Multiple& e = n.multiple;
+  Multiple& e = *n.multiple;
   auto G = [&](const Eliminated& x, int s) {
     return rows_of(rows[static_cast<std::size_t>(x.joint)], (s == 0) == x.p_left).topRows(x.rows);
   };
@@ -314,7 +317,7 @@ void HandleTree<S, Dim>::bias_single(Node& n, const Node* const side[2], const J
 
 template <class S, int Dim>
 void HandleTree<S, Dim>::bias_multiple(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
-  Multiple& e = n.multiple;
+  Multiple& e = *n.multiple;
   for (const Eliminated& x : n.eliminated) {
     const JointRows<S, Dim>& jr = rows[static_cast<std::size_t>(x.joint)];
     e.lambda.segment(x.offset, x.rows) = jr.r.head(x.rows);  // lambda holds the right-hand side here
@@ -343,7 +346,7 @@ void HandleTree<S, Dim>::disassemble_node(int id, const std::vector<JointRows<S,
     const JointRows<S, Dim>& jr = rows[static_cast<std::size_t>(n.eliminated.front().joint)];
     dispatch_rows(n.eliminated.front().rows, [&]<int M>() { recover_single<M>(n, side, jr); });
   } else if (n.m > 0) {
-    Multiple& e = n.multiple;
+    Multiple& e = *n.multiple;
     e.lambda = e.beta_hat;
     for (int j = 0; j < n.size(); ++j) e.lambda.noalias() -= e.W[static_cast<std::size_t>(j)] * n.f[static_cast<std::size_t>(j)];
     for (const Eliminated& x : n.eliminated)
@@ -359,7 +362,7 @@ bool HandleTree<S, Dim>::any_singular() const {
   if (base_.m > 0 && base_.multiple.solver.singular()) return true;
   for (const Node& n : nodes_) {
     if (uses_single(n) && n.single.singular) return true;
-    if (!uses_single(n) && n.m > 0 && n.multiple.solver.singular()) return true;
+    if (!uses_single(n) && n.m > 0 && n.multiple->solver.singular()) return true;
   }
   return false;
 }
@@ -375,7 +378,7 @@ typename HandleTree<S, Dim>::Vec HandleTree<S, Dim>::multiplier(int joint) const
   } else {
     const Node& n = node(w.node);
     if (uses_single(n)) out.head(rows) = n.single.lambda.head(rows);
-    else out.head(rows) = n.multiple.lambda.segment(w.offset, rows);
+    else out.head(rows) = n.multiple->lambda.segment(w.offset, rows);
   }
   return out;
 }
