@@ -54,7 +54,9 @@ struct Types {
 /// when the constraints are redundant or singular.
 template <class S, int Dim>
 struct JointRows {
-  typename Types<S, Dim>::Mat G_p = Types<S, Dim>::Mat::Zero(), G_c = Types<S, Dim>::Mat::Zero();
+  /// Row-major: a joint's first `rows` rows, all the kernels read, are contiguous.
+  using RowsMat = Eigen::Matrix<S, Dim, Dim, Eigen::RowMajor>;
+  RowsMat G_p = RowsMat::Zero(), G_c = RowsMat::Zero();
   typename Types<S, Dim>::Vec r = Types<S, Dim>::Vec::Zero();
   S compliance = S(0);
   int rows = 0;
@@ -244,7 +246,9 @@ class HandleTree {
   /// Calls f.template operator()<M>() for the single-joint kernel compiled for `m` rows.
   template <class F>
   static void dispatch_rows(int m, F&& f);
-  static const Mat& rows_of(const JointRows<S, Dim>& r, bool p_side) { return p_side ? r.G_p : r.G_c; }
+  static const typename JointRows<S, Dim>::RowsMat& rows_of(const JointRows<S, Dim>& r, bool p_side) {
+    return p_side ? r.G_p : r.G_c;
+  }
   static bool uses_single(const Node& n) { return n.eliminated.size() == 1 && n.size() <= kMaxSingleHandles; }
 
   const AssemblyTree* tree_;
