@@ -107,7 +107,8 @@ struct SingleElimination {
   using Vec = Eigen::Matrix<S, Dim, 1>;
   Vec beta_hat = Vec::Zero(), lambda = Vec::Zero();
   Mat Z_inverse = Mat::Zero();  // Z^+ in the top-left m x m, kept for bias-only re-assemblies
-  std::span<Mat> W;  // per handle: W_i = Z^+ Y_i' (m x Dim), in HandleTree's arena
+  using RowsMat = Eigen::Matrix<S, Dim, Dim, Eigen::RowMajor>;  // its first m rows contiguous
+  std::span<RowsMat> W;  // per handle: W_i = Z^+ Y_i' (m x Dim), in HandleTree's arena
   bool singular = false;
 };
 
@@ -255,7 +256,8 @@ class HandleTree {
   std::vector<JointSides> sides_;
   InverseMethod method_;
   std::vector<Node> nodes_;
-  std::vector<Mat> K_arena_, W_arena_;
+  std::vector<Mat> K_arena_;
+  std::vector<typename Single::RowsMat> W_arena_;
   std::vector<Vec> b_arena_, f_arena_;
   struct Base {  // the root's handles eliminated against ground
     std::vector<Eliminated> eliminated;
