@@ -45,6 +45,8 @@ template <class S, int Dim>
 struct Types {
   using Vec = Eigen::Matrix<S, Dim, 1>;
   using Mat = Eigen::Matrix<S, Dim, Dim>;
+  /// For blocks of which only the first m rows are used (joint rows G, W): they are contiguous.
+  using RowsMat = Eigen::Matrix<S, Dim, Dim, Eigen::RowMajor>;
 };
 
 /// A joint's equations as its two bodies see them: G_p x_p + G_c x_c + c lambda = r, in the first
@@ -54,8 +56,7 @@ struct Types {
 /// when the constraints are redundant or singular.
 template <class S, int Dim>
 struct JointRows {
-  /// Row-major: a joint's first `rows` rows, all the kernels read, are contiguous.
-  using RowsMat = Eigen::Matrix<S, Dim, Dim, Eigen::RowMajor>;
+  using RowsMat = typename Types<S, Dim>::RowsMat;  // the first `rows` rows, all the kernels read, contiguous
   RowsMat G_p = RowsMat::Zero(), G_c = RowsMat::Zero();
   typename Types<S, Dim>::Vec r = Types<S, Dim>::Vec::Zero();
   S compliance = S(0);
@@ -107,7 +108,7 @@ struct SingleElimination {
   using Vec = Eigen::Matrix<S, Dim, 1>;
   Vec beta_hat = Vec::Zero(), lambda = Vec::Zero();
   Mat Z_inverse = Mat::Zero();  // Z^+ in the top-left m x m, kept for bias-only re-assemblies
-  using RowsMat = Eigen::Matrix<S, Dim, Dim, Eigen::RowMajor>;  // its first m rows contiguous
+  using RowsMat = typename Types<S, Dim>::RowsMat;
   std::span<RowsMat> W;  // per handle: W_i = Z^+ Y_i' (m x Dim), in HandleTree's arena
   bool singular = false;
 };
@@ -127,6 +128,7 @@ class HandleTree {
   using T = Types<S, Dim>;
   using Vec = typename T::Vec;
   using Mat = typename T::Mat;
+  using RowsMat = typename T::RowsMat;
   using Single = SingleElimination<S, Dim>;
   using Multiple = Elimination<S, Dim, Eigen::Dynamic>;
 
@@ -247,9 +249,7 @@ class HandleTree {
   /// Calls f.template operator()<M>() for the single-joint kernel compiled for `m` rows.
   template <class F>
   static void dispatch_rows(int m, F&& f);
-  static const typename JointRows<S, Dim>::RowsMat& rows_of(const JointRows<S, Dim>& r, bool p_side) {
-    return p_side ? r.G_p : r.G_c;
-  }
+  static const RowsMat& rows_of(const JointRows<S, Dim>& r, bool p_side) { return p_side ? r.G_p : r.G_c; }
   static bool uses_single(const Node& n) { return n.eliminated.size() == 1 && n.size() <= kMaxSingleHandles; }
 
   const AssemblyTree* tree_;
@@ -257,7 +257,7 @@ class HandleTree {
   InverseMethod method_;
   std::vector<Node> nodes_;
   std::vector<Mat> K_arena_;
-  std::vector<typename Single::RowsMat> W_arena_;
+  std::vector<RowsMat> W_arena_;
   std::vector<Vec> b_arena_, f_arena_;
   struct Base {  // the root's handles eliminated against ground
     std::vector<Eliminated> eliminated;

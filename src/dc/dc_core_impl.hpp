@@ -31,7 +31,7 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     w_size += w_blocks(id);
   }
   K_arena_.assign(k_size, Mat::Zero());
-  W_arena_.assign(w_size, Single::RowsMat::Zero());
+  W_arena_.assign(w_size, RowsMat::Zero());
   b_arena_.assign(v_size, Vec::Zero());
   f_arena_.assign(v_size, Vec::Zero());
   std::size_t k_at = 0, v_at = 0, w_at = 0;
@@ -41,7 +41,7 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     n.K = std::span<Mat>(K_arena_.data() + k_at, k_blocks(id));
     n.b = std::span<Vec>(b_arena_.data() + v_at, h);
     n.f = std::span<Vec>(f_arena_.data() + v_at, h);
-    n.single.W = std::span<typename Single::RowsMat>(W_arena_.data() + w_at, w_blocks(id));
+    n.single.W = std::span<RowsMat>(W_arena_.data() + w_at, w_blocks(id));
     k_at += k_blocks(id);
     v_at += h;
     w_at += w_blocks(id);
