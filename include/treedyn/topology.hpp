@@ -95,9 +95,9 @@ class AssemblyTree {
   /// before parents, leaves included), and the nodes above them by height. They are the maximal
   /// subtrees of height at most height() - c: one subtree (c = 0) for one thread, and for T
   /// threads c = log2(T) rounded up (one subtree per thread on a balanced tree), plus 2 when T is
-  /// not a power of two (four times more subtrees than threads, for the static schedule's
-  /// balance). Every level above the cut costs the passes a barrier (1.5 us on the two-core
-  /// development machine), so the fewer the better.
+  /// not a power of two (four times as many subtrees as the next power of two, e.g. 16 for three
+  /// threads, for the static schedule's balance). Every level above the cut costs the passes a
+  /// barrier (1.4 us on the two-core development machine), so the fewer the better.
   const std::vector<std::vector<int>>& subtrees() const { return subtrees_; }
   const std::vector<std::vector<int>>& upper_levels() const { return upper_levels_; }
   /// The tree drawn in ASCII with body and joint names.

@@ -71,7 +71,7 @@ TEST(Parallel, PassesVisitEveryNodeOnceChildrenBeforeParentsAndBack) {
 
 TEST(Parallel, SubtreesAndUpperLevelsCoverTheTreeOnce) {
   const Model m = make_chain(1024, JointType::Spherical);  // a balanced tree of height 10
-  // threads -> subtrees: one per thread for powers of two, four times more otherwise.
+  // threads -> subtrees: one per thread for powers of two, otherwise four times the next power of two.
   for (const auto& [threads, subtrees] : {std::pair{1, 1u}, {2, 2u}, {3, 16u}, {4, 4u}, {8, 8u}}) {
     const AssemblyTree tree(m, Topology(m), threads);
     std::vector<int> seen(tree.nodes().size(), 0);
