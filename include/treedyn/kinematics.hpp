@@ -51,14 +51,29 @@ struct ConstraintBlock {
   int size() const { return static_cast<int>(phi.size()); }
 };
 
+/// Which parts of a ConstraintBlock an evaluation fills besides Phi and Phi_t (always): the
+/// Jacobians J_P, J_C, the quadratic velocity term gamma, and Jdot_P, Jdot_C. A part left out
+/// keeps whatever the block held. An iterative solver that needs only Phi and its Jacobians in
+/// an iteration asks for those (gamma and Jdot cost as much as the rest together).
+struct ConstraintParts {
+  bool jacobians = true;
+  bool gamma = true;
+  bool jdot = true;
+  /// Phi, Phi_t and the Jacobians: what a position- or velocity-level solve needs.
+  static constexpr ConstraintParts jacobians_only() { return {.jacobians = true, .gamma = false, .jdot = false}; }
+  /// Those and gamma: an acceleration-level solve in absolute coordinates.
+  static constexpr ConstraintParts without_jdot() { return {.jacobians = true, .gamma = true, .jdot = false}; }
+};
+
 /// The joint's own equations (revolute 5, prismatic 5, cylindrical 4, universal 4, spherical 3,
 /// planar 3, fixed 6, free 0).
-void joint_constraint(const Joint& joint, const BodyState& P, const BodyState& C, ConstraintBlock& out);
+void joint_constraint(const Joint& joint, const BodyState& P, const BodyState& C, ConstraintBlock& out,
+                      ConstraintParts parts = {});
 
 /// One equation prescribing a joint coordinate: Phi = [measured coordinate] - f(t) in a form
 /// regular at every angle (rotations: cos f (y_P . x_C) - sin f (x_P . x_C)).
 void driver_constraint(const Driver& driver, const Joint& joint, double t, const BodyState& P, const BodyState& C,
-                       ConstraintBlock& out);
+                       ConstraintBlock& out, ConstraintParts parts = {});
 
 /// All constraint equations of a model: joints in model order, then drivers. Row offsets are
 /// fixed; evaluation allocates nothing once the blocks exist.
@@ -71,9 +86,10 @@ class ConstraintSet {
   /// Evaluates every block at (t, state).
   void evaluate(double t, const SystemState& state, std::vector<ConstraintBlock>& blocks) const;
   /// Evaluates block k (joints in model order, then drivers) at (t, state).
-  void evaluate_block(int k, double t, const SystemState& state, ConstraintBlock& out) const;
+  void evaluate_block(int k, double t, const SystemState& state, ConstraintBlock& out, ConstraintParts parts = {}) const;
   /// The same with the states of the block's parent P and child C given (ground's for kGround).
-  void evaluate_block(int k, double t, const BodyState& P, const BodyState& C, ConstraintBlock& out) const;
+  void evaluate_block(int k, double t, const BodyState& P, const BodyState& C, ConstraintBlock& out,
+                      ConstraintParts parts = {}) const;
   /// The joint a block belongs to (a driver's joint for a driver block).
   int joint_of_block(int k) const;
   /// Sparse J (rows x 6n) and stacked Phi, Phi_t, gamma from evaluated blocks.

@@ -9,7 +9,8 @@
 namespace treedyn {
 namespace {
 
-/// Global geometry of one joint at the current state.
+/// Global geometry of one joint at the current state. The joint frames' axes only `with_axes`
+/// (every joint but the spherical uses them), the rate of d only `with_rates` (gamma, Jdot).
 struct JointGeometry {
   const BodyState* P;
   const BodyState* C;
@@ -17,44 +18,55 @@ struct JointGeometry {
   Vec3 s_P, s_C;        // joint-frame origins relative to the centres of mass, global
   Vec3 d, d_dot;        // (r_C + s_C) - (r_P + s_P) and its rate
 
-  JointGeometry(const Joint& j, const BodyState& p, const BodyState& c) : P(&p), C(&c) {
+  JointGeometry(const Joint& j, const BodyState& p, const BodyState& c, bool with_axes = true, bool with_rates = true)
+      : P(&p), C(&c) {
     const Mat3 A_P = p.q.toRotationMatrix(), A_C = c.q.toRotationMatrix();
-    axes_P = A_P * j.parent_frame.rotation;
-    axes_C = A_C * j.child_frame.rotation;
-    s_P = A_P * j.parent_frame.origin;
-    s_C = A_C * j.child_frame.origin;
+    if (with_axes) {
+      axes_P.noalias() = A_P * j.parent_frame.rotation;
+      axes_C.noalias() = A_C * j.child_frame.rotation;
+    }
+    s_P.noalias() = A_P * j.parent_frame.origin;
+    s_C.noalias() = A_C * j.child_frame.origin;
     d = (c.r + s_C) - (p.r + s_P);
-    d_dot = (c.v + c.w.cross(s_C)) - (p.v + p.w.cross(s_P));
+    if (with_rates) d_dot = (c.v + c.w.cross(s_C)) - (p.v + p.w.cross(s_P));
   }
   /// Centripetal part of the joint points' relative acceleration.
   Vec3 centripetal() const { return C->w.cross(C->w.cross(s_C)) - P->w.cross(P->w.cross(s_P)); }
 };
 
-/// Appends rows to a block.
+/// Appends rows to a block: Phi (and Phi_t = 0) always, the other parts as asked.
 class RowWriter {
  public:
-  explicit RowWriter(ConstraintBlock& b) : b_(b) {}
+  RowWriter(ConstraintBlock& b, ConstraintParts parts) : b_(b), parts_(parts) {}
   void reserve(int n) {
     b_.phi.setZero(n);
     b_.phi_t.setZero(n);
-    b_.gamma.setZero(n);
-    b_.J_P.setZero(n, 6);
-    b_.J_C.setZero(n, 6);
-    b_.Jdot_P.setZero(n, 6);
-    b_.Jdot_C.setZero(n, 6);
+    if (parts_.jacobians) {
+      b_.J_P.setZero(n, 6);
+      b_.J_C.setZero(n, 6);
+    }
+    if (parts_.gamma) b_.gamma.setZero(n);
+    if (parts_.jdot) {
+      b_.Jdot_P.setZero(n, 6);
+      b_.Jdot_C.setZero(n, 6);
+    }
     row_ = 0;
   }
 
   /// Phi = d (3 rows).
   void point(const JointGeometry& g) {
     b_.phi.segment<3>(row_) = g.d;
-    b_.gamma.segment<3>(row_) = -g.centripetal();
-    b_.J_P.block<3, 3>(row_, 0) = -Mat3::Identity();
-    b_.J_P.block<3, 3>(row_, 3) = skew(g.s_P);
-    b_.J_C.block<3, 3>(row_, 0) = Mat3::Identity();
-    b_.J_C.block<3, 3>(row_, 3) = -skew(g.s_C);
-    b_.Jdot_P.block<3, 3>(row_, 3) = skew(g.P->w.cross(g.s_P));
-    b_.Jdot_C.block<3, 3>(row_, 3) = -skew(g.C->w.cross(g.s_C));
+    if (parts_.jacobians) {
+      b_.J_P.block<3, 3>(row_, 0) = -Mat3::Identity();
+      b_.J_P.block<3, 3>(row_, 3) = skew(g.s_P);
+      b_.J_C.block<3, 3>(row_, 0) = Mat3::Identity();
+      b_.J_C.block<3, 3>(row_, 3) = -skew(g.s_C);
+    }
+    if (parts_.gamma) b_.gamma.segment<3>(row_) = -g.centripetal();
+    if (parts_.jdot) {
+      b_.Jdot_P.block<3, 3>(row_, 3) = skew(g.P->w.cross(g.s_P));
+      b_.Jdot_C.block<3, 3>(row_, 3) = -skew(g.C->w.cross(g.s_C));
+    }
     row_ += 3;
   }
 
@@ -63,13 +75,20 @@ class RowWriter {
     const Vec3& wP = g.P->w;
     const Vec3& wC = g.C->w;
     b_.phi(row_) = a.dot(b);
-    b_.J_P.block<1, 3>(row_, 3) = a.cross(b).transpose();
-    b_.J_C.block<1, 3>(row_, 3) = b.cross(a).transpose();
-    const Vec3 a_dot = wP.cross(a), b_dot = wC.cross(b);
-    b_.Jdot_P.block<1, 3>(row_, 3) = (a_dot.cross(b) + a.cross(b_dot)).transpose();
-    b_.Jdot_C.block<1, 3>(row_, 3) = -b_.Jdot_P.block<1, 3>(row_, 3);
-    const double jdot_v = wP.cross(wP.cross(a)).dot(b) + 2.0 * wP.cross(a).dot(wC.cross(b)) + a.dot(wC.cross(wC.cross(b)));
-    b_.gamma(row_) = -jdot_v;
+    if (parts_.jacobians) {
+      b_.J_P.block<1, 3>(row_, 3) = a.cross(b).transpose();
+      b_.J_C.block<1, 3>(row_, 3) = b.cross(a).transpose();
+    }
+    if (parts_.jdot) {
+      const Vec3 a_dot = wP.cross(a), b_dot = wC.cross(b);
+      b_.Jdot_P.block<1, 3>(row_, 3) = (a_dot.cross(b) + a.cross(b_dot)).transpose();
+      b_.Jdot_C.block<1, 3>(row_, 3) = -b_.Jdot_P.block<1, 3>(row_, 3);
+    }
+    if (parts_.gamma) {
+      const double jdot_v =
+          wP.cross(wP.cross(a)).dot(b) + 2.0 * wP.cross(a).dot(wC.cross(b)) + a.dot(wC.cross(wC.cross(b)));
+      b_.gamma(row_) = -jdot_v;
+    }
     return row_++;
   }
 
@@ -77,17 +96,23 @@ class RowWriter {
   int dot2(const JointGeometry& g, const Vec3& a) {
     const Vec3& wP = g.P->w;
     b_.phi(row_) = a.dot(g.d);
-    b_.J_P.block<1, 3>(row_, 0) = -a.transpose();
-    b_.J_P.block<1, 3>(row_, 3) = a.cross(g.d + g.s_P).transpose();
-    b_.J_C.block<1, 3>(row_, 0) = a.transpose();
-    b_.J_C.block<1, 3>(row_, 3) = g.s_C.cross(a).transpose();
-    const Vec3 a_dot = wP.cross(a), s_C_dot = g.C->w.cross(g.s_C);
-    b_.Jdot_P.block<1, 3>(row_, 0) = -a_dot.transpose();
-    b_.Jdot_P.block<1, 3>(row_, 3) = (a_dot.cross(g.d + g.s_P) + a.cross(g.d_dot + wP.cross(g.s_P))).transpose();
-    b_.Jdot_C.block<1, 3>(row_, 0) = a_dot.transpose();
-    b_.Jdot_C.block<1, 3>(row_, 3) = (s_C_dot.cross(a) + g.s_C.cross(a_dot)).transpose();
-    const double jdot_v = wP.cross(wP.cross(a)).dot(g.d) + 2.0 * wP.cross(a).dot(g.d_dot) + a.dot(g.centripetal());
-    b_.gamma(row_) = -jdot_v;
+    if (parts_.jacobians) {
+      b_.J_P.block<1, 3>(row_, 0) = -a.transpose();
+      b_.J_P.block<1, 3>(row_, 3) = a.cross(g.d + g.s_P).transpose();
+      b_.J_C.block<1, 3>(row_, 0) = a.transpose();
+      b_.J_C.block<1, 3>(row_, 3) = g.s_C.cross(a).transpose();
+    }
+    if (parts_.jdot) {
+      const Vec3 a_dot = wP.cross(a), s_C_dot = g.C->w.cross(g.s_C);
+      b_.Jdot_P.block<1, 3>(row_, 0) = -a_dot.transpose();
+      b_.Jdot_P.block<1, 3>(row_, 3) = (a_dot.cross(g.d + g.s_P) + a.cross(g.d_dot + wP.cross(g.s_P))).transpose();
+      b_.Jdot_C.block<1, 3>(row_, 0) = a_dot.transpose();
+      b_.Jdot_C.block<1, 3>(row_, 3) = (s_C_dot.cross(a) + g.s_C.cross(a_dot)).transpose();
+    }
+    if (parts_.gamma) {
+      const double jdot_v = wP.cross(wP.cross(a)).dot(g.d) + 2.0 * wP.cross(a).dot(g.d_dot) + a.dot(g.centripetal());
+      b_.gamma(row_) = -jdot_v;
+    }
     return row_++;
   }
 
@@ -95,6 +120,7 @@ class RowWriter {
 
  private:
   ConstraintBlock& b_;
+  ConstraintParts parts_;
   int row_ = 0;
 };
 
@@ -126,14 +152,19 @@ SystemState initial_state(const Model& model) {
   return s;
 }
 
-void joint_constraint(const Joint& joint, const BodyState& P, const BodyState& C, ConstraintBlock& out) {
-  const JointGeometry g(joint, P, C);
+void joint_constraint(const Joint& joint, const BodyState& P, const BodyState& C, ConstraintBlock& out,
+                      ConstraintParts parts) {
+  const JointGeometry g(joint, P, C, joint.type != JointType::Spherical, parts.gamma || parts.jdot);
   out.parent = joint.parent;
   out.child = joint.child;
-  RowWriter w(out);
+  RowWriter w(out, parts);
+  w.reserve(joint_constraint_count(joint.type));
+  if (joint.type == JointType::Spherical) {  // the one joint without axes
+    w.point(g);
+    return;
+  }
   const Vec3 xP = g.axes_P.col(0), yP = g.axes_P.col(1), zP = g.axes_P.col(2);
   const Vec3 xC = g.axes_C.col(0), yC = g.axes_C.col(1);
-  w.reserve(joint_constraint_count(joint.type));
   switch (joint.type) {
     case JointType::Revolute:
       w.point(g);
@@ -152,7 +183,7 @@ void joint_constraint(const Joint& joint, const BodyState& P, const BodyState& C
       w.point(g);
       w.dot1(g, zP, xC);
       break;
-    case JointType::Spherical: w.point(g); break;
+    case JointType::Spherical: break;  // above
     case JointType::Planar:
       w.dot1(g, zP, xC);
       w.dot1(g, zP, yC);
@@ -169,11 +200,11 @@ void joint_constraint(const Joint& joint, const BodyState& P, const BodyState& C
 }
 
 void driver_constraint(const Driver& driver, const Joint& joint, double t, const BodyState& P, const BodyState& C,
-                       ConstraintBlock& out) {
-  const JointGeometry g(joint, P, C);
+                       ConstraintBlock& out, ConstraintParts parts) {
+  const JointGeometry g(joint, P, C, true, parts.gamma || parts.jdot);
   out.parent = joint.parent;
   out.child = joint.child;
-  RowWriter w(out);
+  RowWriter w(out, parts);
   w.reserve(1);
   const JointCoordinate coord = joint_coordinates(joint.type)[static_cast<std::size_t>(driver.coordinate)];
   const double f = driver.function.value(t);
@@ -184,7 +215,7 @@ void driver_constraint(const Driver& driver, const Joint& joint, double t, const
     w.dot2(g, frame_axis(g, coord.axis));
     out.phi(0) -= f;
     out.phi_t(0) = -f1;
-    out.gamma(0) += f2;
+    if (parts.gamma) out.gamma(0) += f2;
     return;
   }
   // Rotation about z_P of x_C by angle f(t): Phi = u . x_C with u = cos f y_P - sin f x_P.
@@ -195,13 +226,15 @@ void driver_constraint(const Driver& driver, const Joint& joint, double t, const
   w.dot1(g, u, xC);
   out.phi_t(0) = f1 * du.dot(xC);
   // u also turns with time: d/dt (u x x_C) gains f1 du x x_C.
-  out.Jdot_P.block<1, 3>(0, 3) += f1 * du.cross(xC).transpose();
-  out.Jdot_C.block<1, 3>(0, 3) -= f1 * du.cross(xC).transpose();
+  if (parts.jdot) {
+    out.Jdot_P.block<1, 3>(0, 3) += f1 * du.cross(xC).transpose();
+    out.Jdot_C.block<1, 3>(0, 3) -= f1 * du.cross(xC).transpose();
+  }
   // Time-dependent part of Phi_ddot beyond the dot-1 term:
   // 2 f1 (w_P x du).x_C + 2 f1 du.(w_C x x_C) + f2 du.x_C - f1^2 u.x_C
-  const double extra = 2.0 * f1 * P.w.cross(du).dot(xC) + 2.0 * f1 * du.dot(C.w.cross(xC)) + f2 * du.dot(xC) -
-                       f1 * f1 * u.dot(xC);
-  out.gamma(0) -= extra;
+  if (parts.gamma)
+    out.gamma(0) -= 2.0 * f1 * P.w.cross(du).dot(xC) + 2.0 * f1 * du.dot(C.w.cross(xC)) + f2 * du.dot(xC) -
+                    f1 * f1 * u.dot(xC);
 }
 
 ConstraintSet::ConstraintSet(const Model& model) : model_(&model) {
@@ -220,16 +253,18 @@ void ConstraintSet::evaluate(double t, const SystemState& state, std::vector<Con
   for (int k = 0; k < block_count(); ++k) evaluate_block(k, t, state, blocks[static_cast<std::size_t>(k)]);
 }
 
-void ConstraintSet::evaluate_block(int k, double t, const SystemState& state, ConstraintBlock& out) const {
+void ConstraintSet::evaluate_block(int k, double t, const SystemState& state, ConstraintBlock& out,
+                                   ConstraintParts parts) const {
   const Joint& j = model_->joints[static_cast<std::size_t>(joint_of_block(k))];
-  evaluate_block(k, t, state_of(state, j.parent), state_of(state, j.child), out);
+  evaluate_block(k, t, state_of(state, j.parent), state_of(state, j.child), out, parts);
 }
 
-void ConstraintSet::evaluate_block(int k, double t, const BodyState& P, const BodyState& C, ConstraintBlock& out) const {
+void ConstraintSet::evaluate_block(int k, double t, const BodyState& P, const BodyState& C, ConstraintBlock& out,
+                                   ConstraintParts parts) const {
   const Model& m = *model_;
   const Joint& j = m.joints[static_cast<std::size_t>(joint_of_block(k))];
-  if (k < m.joint_count()) joint_constraint(j, P, C, out);
-  else driver_constraint(m.drivers[static_cast<std::size_t>(k - m.joint_count())], j, t, P, C, out);
+  if (k < m.joint_count()) joint_constraint(j, P, C, out, parts);
+  else driver_constraint(m.drivers[static_cast<std::size_t>(k - m.joint_count())], j, t, P, C, out, parts);
 }
 
 int ConstraintSet::joint_of_block(int k) const {

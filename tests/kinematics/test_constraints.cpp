@@ -100,6 +100,55 @@ TEST(DriverConstraints, DerivativesMatchFiniteDifferencesIncludingTime) {
   }
 }
 
+namespace {
+
+/// `evaluate(parts, block)` into a block that holds another state's full evaluation: the parts
+/// asked for (Phi and Phi_t always) equal a full evaluation, the others keep their old values.
+template <class Evaluate>
+void expect_only_the_parts_asked(ConstraintParts parts, const ConstraintBlock& old, Evaluate&& evaluate) {
+  ConstraintBlock full, b = old;
+  evaluate(ConstraintParts{}, full);
+  evaluate(parts, b);
+  EXPECT_EQ(b.phi, full.phi);
+  EXPECT_EQ(b.phi_t, full.phi_t);
+  EXPECT_EQ(b.J_P, parts.jacobians ? full.J_P : old.J_P);
+  EXPECT_EQ(b.J_C, parts.jacobians ? full.J_C : old.J_C);
+  EXPECT_EQ(b.gamma, parts.gamma ? full.gamma : old.gamma);
+  EXPECT_EQ(b.Jdot_P, parts.jdot ? full.Jdot_P : old.Jdot_P);
+  EXPECT_EQ(b.Jdot_C, parts.jdot ? full.Jdot_C : old.Jdot_C);
+}
+
+const ConstraintParts kSomeParts[] = {ConstraintParts::jacobians_only(), ConstraintParts::without_jdot(),
+                                      {.jacobians = false, .gamma = true, .jdot = false},
+                                      {.jacobians = false, .gamma = false, .jdot = true}};
+
+}  // namespace
+
+// ali3 and the implicit integrators ask for Phi and the Jacobians alone in their Newton
+// iterations: what they get must be exactly the full evaluation's.
+TEST(JointConstraints, PartialEvaluationFillsExactlyThePartsAsked) {
+  std::mt19937 rng(13);
+  for (JointType type : kAllTypes) {
+    SCOPED_TRACE(to_string(type));
+    const Joint j = random_joint(type, rng);
+    const BodyState P = random_state(rng), C = random_state(rng);
+    ConstraintBlock old;
+    joint_constraint(j, random_state(rng), random_state(rng), old);
+    for (ConstraintParts parts : kSomeParts)
+      expect_only_the_parts_asked(parts, old, [&](ConstraintParts p, ConstraintBlock& b) { joint_constraint(j, P, C, b, p); });
+  }
+  for (auto [type, coordinate] : {std::pair{JointType::Revolute, 0}, std::pair{JointType::Prismatic, 0}}) {
+    SCOPED_TRACE(std::string("driver on ") + to_string(type));
+    const Joint j = random_joint(type, rng);
+    const Driver d{"d", 0, coordinate, TimeFunction::sine(0.8, 2.0, 0.3, 0.1)};
+    const BodyState P = random_state(rng), C = random_state(rng);
+    ConstraintBlock old;
+    driver_constraint(d, j, 0.1, random_state(rng), random_state(rng), old);
+    for (ConstraintParts parts : kSomeParts)
+      expect_only_the_parts_asked(parts, old, [&](ConstraintParts p, ConstraintBlock& b) { driver_constraint(d, j, 0.4, P, C, b, p); });
+  }
+}
+
 // Each joint is satisfied by the relative motions it allows: the child frame placed on the parent
 // frame, then moved along the joint's own coordinates.
 TEST(JointConstraints, AllowedRelativeMotionsSatisfyThem) {

@@ -155,18 +155,34 @@ class Ali3 final : public Formulation {
                        [&](int k) { ctx_.constraints.evaluate_block(k, t, state_, blocks_[static_cast<std::size_t>(k)]); });
   }
 
-  /// Evaluates joint j's blocks at (t, state_) and sets r of its tree rows from `rhs` (Phi,
-  /// Phi_t or gamma of a block). With `tangent`, also the rows' twist Jacobians J (the tree works
-  /// in twist space: Phi_q = J T, see solve_tree) and their compliance 1/alpha; otherwise the
-  /// Jacobians the elimination matrices were built with are held (modified Newton, the second
-  /// projection).
-  template <class Rhs>
-  void joint_rows(int j, double t, bool tangent, Rhs&& rhs) {
-    Rows& jr = rows_[static_cast<std::size_t>(j)];
-    ctx_.joint_blocks.evaluate(j, t, state_, blocks_);
-    if (tangent) jr.compliance = 1.0 / options_.alpha;
-    ctx_.joint_blocks.fill(j, tangent, blocks_, jr, [](const ConstraintRows& J, int, int) -> const ConstraintRows& { return J; },
-                          rhs);
+  /// The level a pass solves at: its rows' right-hand sides are -Phi, -Phi_t or gamma.
+  enum class Level { Position, Velocity, Acceleration };
+
+  /// Evaluates every joint's blocks at (t, state_) and sets r of its tree rows for `level`. With
+  /// `tangent`, also the rows' twist Jacobians J (the tree works in twist space: Phi_q = J T, see
+  /// solve_tree) and their compliance 1/alpha; otherwise the Jacobians the elimination matrices
+  /// were built with are held (modified Newton, the second projection). The blocks' own Jacobians
+  /// are refreshed too (constraint_load reads them), except by an acceleration pass without
+  /// `tangent`, which follows the velocity projection at the same positions; only acceleration
+  /// passes compute gamma, and none Jdot.
+  void joint_rows(double t, bool tangent, Level level) {
+    const bool gamma = level == Level::Acceleration;
+    const ConstraintParts parts{.jacobians = tangent || !gamma, .gamma = gamma, .jdot = false};
+    ctx_.parallel.for_each(model_.joint_count(), [&](int j) {
+      Rows& jr = rows_[static_cast<std::size_t>(j)];
+      ctx_.joint_blocks.evaluate(j, t, state_, blocks_, parts);
+      if (tangent) jr.compliance = 1.0 / options_.alpha;
+      ctx_.joint_blocks.fill(
+          j, tangent, blocks_, jr, [](const ConstraintRows& J, int, int) -> const ConstraintRows& { return J; },
+          [level](const ConstraintBlock& b) -> ConstraintVector {
+            switch (level) {
+              case Level::Position: return -b.phi;
+              case Level::Velocity: return -b.phi_t;
+              case Level::Acceleration: break;
+            }
+            return b.gamma;
+          });
+    });
   }
 
   /// A wrench [force; torque] (global, at the centre of mass) as a generalized force in the 7
@@ -360,10 +376,8 @@ class Ali3 final : public Formulation {
     update_states();
     evaluate_loads(t_);
     const double h = options_.dt, s = 0.25 * h * h;
-    ctx_.parallel.for_each(model_.joint_count(), [&](int j) {
-      joint_rows(j, t_, true, [](const ConstraintBlock& b) { return b.gamma; });
-      rows_[static_cast<std::size_t>(j)].compliance = 0.0;  // hard rows: exact consistency
-    });
+    joint_rows(t_, true, Level::Acceleration);
+    for (Rows& jr : rows_) jr.compliance = 0.0;  // hard rows: exact consistency
     solve_tree(true, t_, h, &BodyData::qdd, [&](int i) -> Vec7 {
       body_dynamics(i);
       const BodyData& b = body(i);
@@ -413,8 +427,7 @@ class Ali3 final : public Formulation {
     for (int k = 0; k < options_.newton_max; ++k) {
       const bool first = k == 0;
       evaluate_loads(t);
-      ctx_.parallel.for_each(model_.joint_count(),
-                         [&](int j) { joint_rows(j, t, first, [](const ConstraintBlock& b) { return -b.phi; }); });
+      joint_rows(t, first, Level::Position);
       solve_tree(
           first, t, h, &BodyData::delta,
           [&](int i) -> Vec7 {  // delta_3 (Eq. 27), penalty term as in ali3.hpp
@@ -477,8 +490,7 @@ class Ali3 final : public Formulation {
   /// (docs/results/ali3.md, "The projections' tangent").
   void project_velocities(double t, double h) {
     const double s = 0.25 * h * h;
-    ctx_.parallel.for_each(model_.joint_count(),
-                       [&](int j) { joint_rows(j, t, true, [](const ConstraintBlock& b) { return -b.phi_t; }); });
+    joint_rows(t, true, Level::Velocity);
     solve_tree(
         true, t, h, &BodyData::qd,
         [&](int i) -> Vec7 {  // theta (Eq. 45)
@@ -494,8 +506,7 @@ class Ali3 final : public Formulation {
   /// `build` (no velocity projection this step).
   void project_accelerations(double t, double h, bool build) {
     const double s = 0.25 * h * h;
-    ctx_.parallel.for_each(model_.joint_count(),
-                       [&](int j) { joint_rows(j, t, build, [](const ConstraintBlock& b) { return b.gamma; }); });
+    joint_rows(t, build, Level::Acceleration);
     solve_tree(build, t, h, &BodyData::qdd, [&](int i) -> Vec7 {  // xi (Eq. 60)
       const BodyData& b = body(i);
       Vec7 x = mass_c_times(i, b.qdd);

@@ -38,9 +38,10 @@ class JointBlocks {
     }
   }
 
-  /// Evaluates a joint's blocks at (t, state) into `blocks`.
-  void evaluate(int joint, double t, const SystemState& state, std::vector<ConstraintBlock>& blocks) const {
-    for (int k : blocks_of(joint)) constraints_->evaluate_block(k, t, state, blocks[static_cast<std::size_t>(k)]);
+  /// Evaluates `parts` of a joint's blocks at (t, state) into `blocks`.
+  void evaluate(int joint, double t, const SystemState& state, std::vector<ConstraintBlock>& blocks,
+                ConstraintParts parts = {}) const {
+    for (int k : blocks_of(joint)) constraints_->evaluate_block(k, t, state, blocks[static_cast<std::size_t>(k)], parts);
   }
 
   /// Fills a joint's tree rows from evaluated blocks: r from rhs(block) and, with `jacobians`,

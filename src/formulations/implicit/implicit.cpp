@@ -333,8 +333,8 @@ class Implicit final : public Formulation {
     });
   }
 
-  void evaluate_blocks(double t, const SystemState& state, std::vector<ConstraintBlock>& blocks) {
-    ctx_.parallel.for_each(model_.joint_count(), [&](int j) { ctx_.joint_blocks.evaluate(j, t, state, blocks); });
+  void evaluate_blocks(double t, const SystemState& state, std::vector<ConstraintBlock>& blocks, ConstraintParts parts) {
+    ctx_.parallel.for_each(model_.joint_count(), [&](int j) { ctx_.joint_blocks.evaluate(j, t, state, blocks, parts); });
   }
 
   // The algorithm ---------------------------------------------------------------------------
@@ -354,7 +354,7 @@ class Implicit final : public Formulation {
     }
     update_states();
     applied_forces(t_);
-    evaluate_blocks(t_, state_, blocks_);
+    evaluate_blocks(t_, state_, blocks_, ConstraintParts::without_jdot());
     fill_rows(true, blocks_, state_, [](const ConstraintBlock& b) { return b.gamma; });
     for (auto& b : bodies_) b.g = b.F;
     lambda_.setZero();
@@ -375,7 +375,7 @@ class Implicit final : public Formulation {
   void step(double h) {
     const double t1 = t_ + h;
     state_n_ = state_;
-    evaluate_blocks(t_, state_, blocks_n_);
+    evaluate_blocks(t_, state_, blocks_n_, ConstraintParts::jacobians_only());
     update_frictions();
     for (auto& b : bodies_) {
       b.r_n = b.r;
@@ -445,7 +445,7 @@ class Implicit final : public Formulation {
       update_states();
       const bool factor = !half_ || k == 0;
       if (!half_) applied_forces(t1);
-      evaluate_blocks(t1, state_, blocks_);
+      evaluate_blocks(t1, state_, blocks_, ConstraintParts::jacobians_only());
       // half-implicit: rows_ keep P_n from the predictor; only r = -Phi at the iterate is new
       fill_rows(factor && !half_, blocks_, state_, [&](const ConstraintBlock& b) { return -phi_scale * b.phi; });
       ctx_.parallel.for_each(n_, [&](int i) { body(i).g = -residual(i, h); });
