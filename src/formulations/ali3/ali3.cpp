@@ -31,8 +31,6 @@ struct BodyData {
   Vec7 q, qd, qdd;               // current iterate (Eqs. 15-16 keep qd, qdd tied to q)
   Vec7 q_bar, qd_bar, qdd_bar;   // at the start of the step
   double mu = 0.0;               // normalisation multiplier
-  double psi = 0.0;              // Psi = (p'p - 1)/2 at the iterate
-  Vec7 Q = Vec7::Zero();         // generalized forces (Eq. 8) at the iterate
   Mat7 K = Mat7::Zero();         // (h^2/4) M_cc^-1 of the last full pass
   Vec4 p_tangent = Vec4::Zero(); // the Euler parameters it was built at: T = diag(I, 2 E(p_tangent))
   Vec7 bias = Vec7::Zero();      // the leaf's b in the current pass
@@ -162,7 +160,7 @@ class Ali3 final : public Formulation {
   /// `tangent`, also the rows' twist Jacobians J (the tree works in twist space: Phi_q = J T, see
   /// solve_tree) and their compliance 1/alpha; otherwise the Jacobians the elimination matrices
   /// were built with are held (modified Newton, the second projection). The blocks' own Jacobians
-  /// are refreshed too (constraint_load reads them), except by an acceleration pass without
+  /// are refreshed too (newton_residual reads them), except by an acceleration pass without
   /// `tangent`, which follows the velocity projection at the same positions; only acceleration
   /// passes compute gamma, and none Jdot.
   void joint_rows(double t, bool tangent, Level level) {
@@ -231,22 +229,53 @@ class Ali3 final : public Formulation {
     if (!ctx_.loads.gravity_only()) ctx_.loads.evaluate(t, state_, wrenches_);
   }
 
-  /// Q and Psi of body i at the iterate (after evaluate_loads), inside the tree pass's leaf.
-  void body_dynamics(int i) {
-    BodyData& b = body(i);
-    const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
-    const Vec4 p = b.q.tail<4>(), pd = b.qd.tail<4>();
-    const Mat34 G = G_matrix<double>(p), Gd = G_matrix<double>(pd);
-    b.Q = in_q(ctx_.loads.gravity_only() ? ctx_.loads.weight(i) : wrenches_[static_cast<std::size_t>(i)], p);
-    const Vec3 Jw = 8.0 * (model_body.inertia * (G * pd));
-    b.Q.tail<4>().noalias() -= Gd.transpose() * Jw;
-    b.psi = 0.5 * (p.squaredNorm() - 1.0);
+  /// The applied wrench on body i (after evaluate_loads): its weight alone with gravity alone.
+  Vec6 applied_wrench(int i) const {
+    return ctx_.loads.gravity_only() ? ctx_.loads.weight(i) : wrenches_[static_cast<std::size_t>(i)];
   }
 
-  /// Phi_q' lambda on body i in its 7 coordinates, with the Jacobians of the current iterate
-  /// (blocks_).
-  Vec7 constraint_load(int i) const {
-    return in_q(ctx_.joint_blocks.wrench_on(i, core_->leaf(i).handles, blocks_, lambda_), body(i).q.tail<4>());
+  /// Q of body i at the iterate (Eq. 8): the applied wrench in the 7 coordinates and the
+  /// quadratic-velocity term -8 Gd' J' G pd.
+  Vec7 generalized_forces(int i) const {
+    const BodyData& b = body(i);
+    const Vec4 p = b.q.tail<4>(), pd = b.qd.tail<4>();
+    const Vec3 JGpd = 8.0 * (model_.bodies[static_cast<std::size_t>(i)].inertia * (G_matrix<double>(p) * pd));
+    Vec7 Q = in_q(applied_wrench(i), p);
+    Q.tail<4>().noalias() -= G_matrix<double>(pd).transpose() * JGpd;
+    return Q;
+  }
+
+  /// The residual of body i's equations of motion at the Newton iterate (Eqs. 12-13 with the
+  /// normalisation's penalty, Eq. 19): g = M qdd + Phi_q' lambda + Psi_q' (mu + alpha Psi) - Q,
+  /// with one G(p): the constraint and applied wrenches enter the 7 coordinates together, and
+  /// M qdd - Q's rotational part is G' (4 J' G pdd) + Gd' (8 J' G pd).
+  Vec7 newton_residual(int i) const {
+    const BodyData& b = body(i);
+    const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
+    const Vec4 p = b.q.tail<4>(), pd = b.qd.tail<4>();
+    const Mat34 G = G_matrix<double>(p);
+    const Vec6 wrench = ctx_.joint_blocks.wrench_on(i, core_->leaf(i).handles, blocks_, lambda_) - applied_wrench(i);
+    const Vec3 JGpdd = 4.0 * (model_body.inertia * (G * b.qdd.tail<4>()));
+    const Vec3 JGpd = 8.0 * (model_body.inertia * (G * pd));
+    Vec7 g = in_q(wrench, p);
+    g.head<3>() += model_body.mass * b.qdd.head<3>();
+    g.tail<4>().noalias() += G.transpose() * JGpdd;
+    g.tail<4>().noalias() += G_matrix<double>(pd).transpose() * JGpd;
+    g.tail<4>() += (b.mu + options_.alpha * psi(p)) * p;
+    return g;
+  }
+
+  /// Psi = (p'p - 1)/2 (Eq. 4).
+  static double psi(const Vec4& p) { return 0.5 * (p.squaredNorm() - 1.0); }
+
+  /// K x for body i's held tangent: K is block diagonal (translation, Euler parameters) unless
+  /// geometric stiffness couples them.
+  Vec7 K_times(const BodyData& b, const Vec7& x) const {
+    if (options_.geometric_stiffness) return b.K * x;
+    Vec7 out;
+    out.head<3>().noalias() = b.K.topLeftCorner<3, 3>() * x.head<3>();
+    out.tail<4>().noalias() = b.K.bottomRightCorner<4, 4>() * x.tail<4>();
+    return out;
   }
 
   /// M_c v at the tangent's positions (the projections, which do not move q): M v (Eq. 7)
@@ -350,8 +379,7 @@ class Ali3 final : public Formulation {
       BodyData& b = body(i);
       Vec6 f = Vec6::Zero();
       for (const auto& fh : node.f) f += fh;
-      b.*out = b.bias;
-      (b.*out).noalias() += b.K * in_q(f, b.p_tangent);
+      b.*out = b.bias + K_times(b, in_q(f, b.p_tangent));
       after(i);
     };
     if (full) core_->solve(rows_, ctx_.parallel, leaf_in, leaf_out);
@@ -379,11 +407,10 @@ class Ali3 final : public Formulation {
     joint_rows(t_, true, Level::Acceleration);
     for (Rows& jr : rows_) jr.compliance = 0.0;  // hard rows: exact consistency
     solve_tree(true, t_, h, &BodyData::qdd, [&](int i) -> Vec7 {
-      body_dynamics(i);
       const BodyData& b = body(i);
-      Vec7 Q = b.Q;
+      Vec7 Q = generalized_forces(i);
       Q.tail<4>() -= s * options_.alpha * b.qd.tail<4>().squaredNorm() * b.q.tail<4>();  // Psi_q' alpha nu, nu = -pd'pd
-      return (b.K * Q) / s;
+      return K_times(b, Q) / s;
     });
     for (int i = 0; i < n_; ++i) {
       BodyData& b = body(i);
@@ -430,13 +457,7 @@ class Ali3 final : public Formulation {
       joint_rows(t, first, Level::Position);
       solve_tree(
           first, t, h, &BodyData::delta,
-          [&](int i) -> Vec7 {  // delta_3 (Eq. 27), penalty term as in ali3.hpp
-            body_dynamics(i);
-            const BodyData& b = body(i);
-            Vec7 g = mass_times(i, b.qdd) + constraint_load(i) - b.Q;  // Eqs. 12-13
-            g.tail<4>() += (b.mu + options_.alpha * b.psi) * b.q.tail<4>();
-            return -(b.K * g);
-          },
+          [&](int i) -> Vec7 { return -K_times(body(i), newton_residual(i)); },  // delta_3 (Eq. 27)
           [&](int i) {
             apply_newton_increment(i, h);
             for (int j : core_->leaf(i).handles)  // Delta lambda = -(the tree's multipliers): f = -Phi_q' Delta lambda
@@ -460,7 +481,7 @@ class Ali3 final : public Formulation {
   /// added per joint after the pass); qd, qdd by Eqs. 15-16.
   void apply_newton_increment(int i, double h) {
     BodyData& b = body(i);
-    b.mu += options_.alpha * (b.psi + b.q.tail<4>().dot(b.delta.tail<4>()));
+    b.mu += options_.alpha * (psi(b.q.tail<4>()) + b.q.tail<4>().dot(b.delta.tail<4>()));
     b.q += b.delta;
     trapezoidal_rates(b, h);
     update_state(i);
@@ -495,7 +516,7 @@ class Ali3 final : public Formulation {
         true, t, h, &BodyData::qd,
         [&](int i) -> Vec7 {  // theta (Eq. 45)
           const BodyData& b = body(i);
-          return (b.K * mass_c_times(i, b.qd)) / s;
+          return K_times(b, mass_c_times(i, b.qd)) / s;
         },
         [&](int i) { update_state(i); });
     ++stats_.projections;
@@ -511,7 +532,7 @@ class Ali3 final : public Formulation {
       const BodyData& b = body(i);
       Vec7 x = mass_c_times(i, b.qdd);
       x.tail<4>() -= s * options_.alpha * b.qd.tail<4>().squaredNorm() * b.q.tail<4>();
-      return (b.K * x) / s;
+      return K_times(b, x) / s;
     });
     ++stats_.projections;
   }
