@@ -6,9 +6,13 @@
 // time. A node's work reads only its children (assemble) or its parent (disassemble) and writes
 // only its own workspace, so results do not depend on the number of threads: the same operations
 // run on every node. Reductions over nodes are left to the caller, done serially in node order.
+// An exception thrown by a node's or an item's work reaches the caller once the pass has ended,
+// as in a serial run (RegionErrors).
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <vector>
 
 #include "treedyn/topology.hpp"
@@ -20,6 +24,36 @@ namespace treedyn {
 /// in their caches; on a two-core machine pinning makes two threads 1.5x faster instead of at
 /// times slower than one.
 void pin_threads(int threads);
+
+/// The first exception thrown by the work of a parallel region, kept to be rethrown once the
+/// region has ended: an exception must not leave an OpenMP region (the process would end). Work
+/// items after it are skipped, but every thread still reaches the region's barriers. Which
+/// thread's exception is kept when several throw at once is not defined.
+class RegionErrors {
+ public:
+  template <class F>
+  void run(F&& f) noexcept {
+    if (failed_.load(std::memory_order_relaxed)) return;
+    try {
+      f();
+    } catch (...) {
+      keep(std::current_exception());
+    }
+  }
+  /// After the region: throws the kept exception, if any.
+  void rethrow() const {
+    if (first_) std::rethrow_exception(first_);
+  }
+
+ private:
+  void keep(std::exception_ptr e) noexcept {
+#pragma omp critical(treedyn_region_errors)
+    if (!first_) first_ = std::move(e);
+    failed_.store(true, std::memory_order_relaxed);
+  }
+  std::exception_ptr first_;
+  std::atomic<bool> failed_{false};
+};
 
 class Parallel {
  public:
@@ -44,8 +78,10 @@ class Parallel {
       return;
     }
     pin();
+    RegionErrors errors;
 #pragma omp parallel for num_threads(threads_) schedule(static)
-    for (int i = 0; i < count; ++i) f(i);
+    for (int i = 0; i < count; ++i) errors.run([&] { f(i); });
+    errors.rethrow();
   }
 
   /// leaf(id) for every leaf and inner(id) for every inner node, children before parents.
@@ -65,13 +101,16 @@ class Parallel {
       return;
     }
     pin();
+    RegionErrors errors;
+    auto guarded_inner = [&](int id) { errors.run([&] { inner(id); }); };
 #pragma omp parallel num_threads(threads_)
     {
 #pragma omp for schedule(static)
       for (int k = 0; k < count; ++k)
-        for (int id : subtrees[static_cast<std::size_t>(k)]) visit(id);
-      for (std::size_t l = 0; l < upper.size(); ++l) run_level(upper[l], inner, l + 1 == upper.size());
+        for (int id : subtrees[static_cast<std::size_t>(k)]) errors.run([&] { visit(id); });
+      for (std::size_t l = 0; l < upper.size(); ++l) run_level(upper[l], guarded_inner, l + 1 == upper.size());
     }
+    errors.rethrow();
   }
 
   /// inner(id) for every inner node and leaf(id) for every leaf, parents before children (the
@@ -90,15 +129,18 @@ class Parallel {
       return;
     }
     pin();
+    RegionErrors errors;
+    auto guarded_inner = [&](int id) { errors.run([&] { inner(id); }); };
 #pragma omp parallel num_threads(threads_)
     {
-      for (auto level = upper.rbegin(); level != upper.rend(); ++level) run_level(*level, inner, false);
+      for (auto level = upper.rbegin(); level != upper.rend(); ++level) run_level(*level, guarded_inner, false);
 #pragma omp for schedule(static) nowait
       for (int k = 0; k < count; ++k) {
         const auto& s = subtrees[static_cast<std::size_t>(k)];
-        for (auto id = s.rbegin(); id != s.rend(); ++id) visit(*id);
+        for (auto id = s.rbegin(); id != s.rend(); ++id) errors.run([&] { visit(*id); });
       }
     }
+    errors.rethrow();
   }
 
   /// Inner nodes only.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "support.hpp"
 #include "treedyn/generators.hpp"
@@ -206,22 +207,46 @@ TEST(Ali3, GeometricStiffnessConvergesToTheSameSolution) {
 // block, outweighs 4 J = 4e-6, so M_c is indefinite and --geometric-stiffness must stop the run
 // at its first step with the error that names the body, while the plain tangent (M, always
 // positive definite) runs.
-TEST(Ali3, IndefiniteGeometricStiffnessStopsWithTheBodysName) {
+namespace {
+
+/// `count` bodies balanced upright on spherical joints to the ground, J = 1e-6: their tangent
+/// with geometric stiffness is indefinite.
+Model balanced_bodies(int count) {
   ModelBuilder b("balanced");
-  Body top;
-  top.name = "top";
-  top.mass = 1.0;
-  top.inertia = 1e-6 * Mat3::Identity();
-  top.position = {0.0, 0.0, 1.0};
-  b.gravity({0.0, 0.0, -9.81}).body(top);
-  b.joint(JointSpec::at("base", JointType::Spherical, "ground", "top", {0.0, 0.0, 0.0}));
-  const Model m = b.build();
+  b.gravity({0.0, 0.0, -9.81});
+  for (int i = 0; i < count; ++i) {
+    Body top;
+    top.name = "top" + std::to_string(i);
+    top.mass = 1.0;
+    top.inertia = 1e-6 * Mat3::Identity();
+    top.position = {2.0 * i, 0.0, 1.0};
+    b.body(top);
+    b.joint(JointSpec::at("base" + std::to_string(i), JointType::Spherical, "ground", top.name, {2.0 * i, 0.0, 0.0}));
+  }
+  return b.build();
+}
+
+}  // namespace
+
+TEST(Ali3, IndefiniteGeometricStiffnessStopsWithTheBodysName) {
+  const Model m = balanced_bodies(1);
   FormulationSettings s = ali3(0.01, 1e9, 3);
   ASSERT_TRUE(test::simulate(m, "ali3", s, 0.1, 0.05).ok());
   s.ali3.geometric_stiffness = true;
   const auto r = test::simulate(m, "ali3", s, 0.1, 0.05);
   EXPECT_FALSE(r.ok());
-  EXPECT_NE(r.message.find("'top' is not positive definite"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("'top0' is not positive definite"), std::string::npos) << r.message;
+}
+
+// The same error raised inside a parallel tree pass (two threads, a model large enough to run
+// in parallel) stops the run the same way instead of ending the process.
+TEST(Ali3, AnErrorInsideAParallelPassStopsTheRun) {
+  FormulationSettings s = ali3(0.01, 1e9, 3);
+  s.ali3.geometric_stiffness = true;
+  s.threads = 2;
+  const auto r = test::simulate(balanced_bodies(Parallel::kMinParallelBodies), "ali3", s, 0.1, 0.05);
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.message.find("is not positive definite"), std::string::npos) << r.message;
 }
 
 TEST(Ali3, IdenticalForOneAndTwoThreads) {

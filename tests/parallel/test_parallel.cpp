@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "treedyn/generators.hpp"
 #include "treedyn/parallel.hpp"
@@ -89,4 +91,31 @@ TEST(Parallel, ForEachCoversTheRange) {
   std::vector<int> hits(1000, 0);
   Parallel(2).for_each(1000, [&](int i) { hits[static_cast<std::size_t>(i)] += 1; });
   EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), 1000);
+}
+
+// An exception thrown by a node's or an item's work inside a parallel region (a body whose
+// tangent is indefinite, a non-finite state) must reach the caller as it does in a serial run,
+// not end the process: OpenMP terminates on an exception that leaves a region.
+TEST(Parallel, AnExceptionInsideAParallelRegionReachesTheCaller) {
+  const Model m = make_chain(Parallel::kMinParallelBodies * 2, JointType::Spherical);
+  const Topology topology(m);
+  for (int threads : {1, 2}) {
+    const AssemblyTree tree(m, topology, threads);
+    const Parallel par(threads);
+    const int failing = static_cast<int>(tree.nodes().size()) - 3;  // deep in the last subtree
+    auto throw_at = [&](int id) {
+      if (id == failing) throw std::runtime_error("node " + std::to_string(id));
+    };
+    EXPECT_THROW(par.assemble(tree, throw_at, throw_at), std::runtime_error) << threads;
+    EXPECT_THROW(par.disassemble(tree, throw_at, throw_at), std::runtime_error) << threads;
+    EXPECT_THROW(par.for_each(m.body_count(), [&](int i) {
+                   if (i == m.body_count() - 1) throw std::runtime_error("item");
+                 }),
+                 std::runtime_error)
+        << threads;
+    // and the team is usable afterwards
+    std::vector<int> hits(static_cast<std::size_t>(m.body_count()), 0);
+    par.for_each(m.body_count(), [&](int i) { hits[static_cast<std::size_t>(i)] += 1; });
+    EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), m.body_count());
+  }
 }
