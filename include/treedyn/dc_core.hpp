@@ -116,6 +116,18 @@ struct SingleElimination {
 /// Most handles a node may have for the single-joint kernel's stack storage.
 inline constexpr int kMaxSingleHandles = 8;
 
+/// A loop f(i), i in [0, count), that solve() runs before the assembly in the same parallel
+/// region (see Parallel::pass); for example the joints' rows of the pass.
+template <class F>
+struct Prologue {
+  int count;
+  F f;
+};
+struct NoPrologue {
+  int count = 0;
+  void (*f)(int) = [](int) {};
+};
+
 /// How a leaf's K_ij depend on its handles. In joint coordinates (dca, hdca) every pair of
 /// handles has its own block. In absolute coordinates (ali3, implicit) the bodies' coordinates are
 /// those of the centre of mass and the joints' rows carry the arms, so K_ij is the same matrix for
@@ -180,14 +192,17 @@ class HandleTree {
     return it != n.handles.end() && *it == joint ? static_cast<int>(it - n.handles.begin()) : -1;
   }
 
-  /// The assembly, the base connection and the disassembly in one call (for formulations that do
-  /// not time them separately): leaf_in(body) fills a leaf's K and b, leaf_out(body) reads its
-  /// handle loads f. rows[j] holds every joint's rows.
-  template <class LeafIn, class LeafOut>
-  void solve(const std::vector<JointRows<S, Dim>>& rows, const Parallel& parallel, LeafIn&& leaf_in, LeafOut&& leaf_out) {
-    assemble(rows, parallel, leaf_in);
-    connect_base(rows);
-    disassemble(rows, parallel, leaf_out);
+  /// The assembly, the base connection and the disassembly in one call and one parallel region
+  /// (for formulations that do not time them separately): leaf_in(body) fills a leaf's K and b,
+  /// leaf_out(body) reads its handle loads f. rows[j] holds every joint's rows; `prologue`, if
+  /// given, is a loop over [0, prologue.count) run first in the same region (filling `rows`).
+  template <class LeafIn, class LeafOut, class Prologue = NoPrologue>
+  void solve(const std::vector<JointRows<S, Dim>>& rows, const Parallel& parallel, LeafIn&& leaf_in, LeafOut&& leaf_out,
+             Prologue&& prologue = {}) {
+    parallel.pass(
+        *tree_, prologue.count, prologue.f, [&](int id) { leaf_in(tree_->node(id).body); },
+        [&](int id) { assemble_node(id, rows); }, [&] { connect_base(rows); }, [&](int id) { disassemble_node(id, rows); },
+        [&](int id) { leaf_out(tree_->node(id).body); });
   }
 
   /// The three passes of solve(), for formulations that time them separately. assemble() calls
@@ -215,12 +230,13 @@ class HandleTree {
   }
   void connect_base_bias(const std::vector<JointRows<S, Dim>>& rows);
   /// solve() with the elimination matrices held: leaf_in(body) fills only a leaf's b.
-  template <class LeafIn, class LeafOut>
+  template <class LeafIn, class LeafOut, class Prologue = NoPrologue>
   void solve_bias(const std::vector<JointRows<S, Dim>>& rows, const Parallel& parallel, LeafIn&& leaf_in,
-                  LeafOut&& leaf_out) {
-    assemble_bias(rows, parallel, leaf_in);
-    connect_base_bias(rows);
-    disassemble(rows, parallel, leaf_out);
+                  LeafOut&& leaf_out, Prologue&& prologue = {}) {
+    parallel.pass(
+        *tree_, prologue.count, prologue.f, [&](int id) { leaf_in(tree_->node(id).body); },
+        [&](int id) { assemble_bias_node(id, rows); }, [&] { connect_base_bias(rows); },
+        [&](int id) { disassemble_node(id, rows); }, [&](int id) { leaf_out(tree_->node(id).body); });
   }
 
   /// True if the last solve met a singular elimination matrix somewhere.

@@ -153,34 +153,35 @@ class Ali3 final : public Formulation {
                        [&](int k) { ctx_.constraints.evaluate_block(k, t, state_, blocks_[static_cast<std::size_t>(k)]); });
   }
 
-  /// The level a pass solves at: its rows' right-hand sides are -Phi, -Phi_t or gamma.
-  enum class Level { Position, Velocity, Acceleration };
+  /// What a pass solves for, which sets its rows' right-hand sides: -Phi (Newton), -Phi_t
+  /// (velocity projection), gamma (acceleration projection), or gamma with hard rows (the
+  /// consistent initial accelerations).
+  enum class Level { Position, Velocity, Acceleration, InitialAcceleration };
 
-  /// Evaluates every joint's blocks at (t, state_) and sets r of its tree rows for `level`. With
+  /// Evaluates joint j's blocks at (t, state_) and sets r of its tree rows for `level`. With
   /// `tangent`, also the rows' twist Jacobians J (the tree works in twist space: Phi_q = J T, see
-  /// solve_tree) and their compliance 1/alpha; otherwise the Jacobians the elimination matrices
-  /// were built with are held (modified Newton, the second projection). The blocks' own Jacobians
-  /// are refreshed too (newton_residual reads them), except by an acceleration pass without
-  /// `tangent`, which follows the velocity projection at the same positions; only acceleration
-  /// passes compute gamma, and none Jdot.
-  void joint_rows(double t, bool tangent, Level level) {
-    const bool gamma = level == Level::Acceleration;
+  /// solve_tree) and their compliance (1/alpha; 0 for hard rows); otherwise the Jacobians the
+  /// elimination matrices were built with are held (modified Newton, the second projection). The
+  /// blocks' own Jacobians are refreshed too (newton_residual reads them), except by an
+  /// acceleration pass without `tangent`, which follows the velocity projection at the same
+  /// positions; only acceleration passes compute gamma, and none Jdot.
+  void joint_rows(int j, double t, bool tangent, Level level) {
+    const bool gamma = level == Level::Acceleration || level == Level::InitialAcceleration;
     const ConstraintParts parts{.jacobians = tangent || !gamma, .gamma = gamma, .jdot = false};
-    ctx_.parallel.for_each(model_.joint_count(), [&](int j) {
-      Rows& jr = rows_[static_cast<std::size_t>(j)];
-      ctx_.joint_blocks.evaluate(j, t, state_, blocks_, parts);
-      if (tangent) jr.compliance = 1.0 / options_.alpha;
-      ctx_.joint_blocks.fill(
-          j, tangent, blocks_, jr, [](const ConstraintRows& J, int, int) -> const ConstraintRows& { return J; },
-          [level](const ConstraintBlock& b) -> ConstraintVector {
-            switch (level) {
-              case Level::Position: return -b.phi;
-              case Level::Velocity: return -b.phi_t;
-              case Level::Acceleration: break;
-            }
-            return b.gamma;
-          });
-    });
+    Rows& jr = rows_[static_cast<std::size_t>(j)];
+    ctx_.joint_blocks.evaluate(j, t, state_, blocks_, parts);
+    if (tangent) jr.compliance = level == Level::InitialAcceleration ? 0.0 : 1.0 / options_.alpha;
+    ctx_.joint_blocks.fill(
+        j, tangent, blocks_, jr, [](const ConstraintRows& J, int, int) -> const ConstraintRows& { return J; },
+        [level](const ConstraintBlock& b) -> ConstraintVector {
+          switch (level) {
+            case Level::Position: return -b.phi;
+            case Level::Velocity: return -b.phi_t;
+            case Level::Acceleration:
+            case Level::InitialAcceleration: break;
+          }
+          return b.gamma;
+        });
   }
 
   /// A wrench [force; torque] (global, at the centre of mass) as a generalized force in the 7
@@ -352,17 +353,19 @@ class Ali3 final : public Formulation {
     M_check_[static_cast<std::size_t>(i)] += 0.25 * h * h * 0.5 * (D + D.transpose());
   }
 
-  /// One pass of the tree, writing the solution (Delta q, qd or qdd) of every body to its member
-  /// `out`. With `full` each leaf first builds the step's tangent at (t, h) and the pass builds
-  /// the elimination matrices; otherwise they are held (bias only). bias_of(i) is body i's b (it
-  /// may read its K).
+  /// One pass of the tree at `level`, writing the solution (Delta q, qd or qdd) of every body to
+  /// its member `out`. The joints' rows are evaluated first, in the pass's parallel region. With
+  /// `full` each leaf first builds the step's tangent at (t, h) and the pass builds the
+  /// elimination matrices; otherwise they are held (bias only). bias_of(i) is body i's b (it may
+  /// read its K).
   ///
   /// The tree works in twist space: with Phi_q = J T, T = diag(I, 2 E(p)) at the tangent's p,
   /// every matrix it eliminates is J (T K T') J' and a body's load Phi_q' lambda = T' (J' lambda).
   /// So a leaf enters with K_twist = T K T' and b_twist = T b, and leaves with x = b + K T' f from
   /// its twist-space load f: the same solution as in the 7 coordinates, on 6 x 6 matrices.
   template <class Bias, class After = void (*)(int)>
-  void solve_tree(bool full, double t, double h, Vec7 BodyData::*out, Bias&& bias_of, After&& after = [](int) {}) {
+  void solve_tree(bool full, double t, double h, Level level, Vec7 BodyData::*out, Bias&& bias_of,
+                  After&& after = [](int) {}) {
     auto leaf_in = [&](int i) {
       auto& node = core_->leaf(i);
       BodyData& b = body(i);
@@ -382,8 +385,10 @@ class Ali3 final : public Formulation {
       b.*out = b.bias + K_times(b, in_q(f, b.p_tangent));
       after(i);
     };
-    if (full) core_->solve(rows_, ctx_.parallel, leaf_in, leaf_out);
-    else core_->solve_bias(rows_, ctx_.parallel, leaf_in, leaf_out);
+    auto rows = [&](int j) { joint_rows(j, t, full, level); };
+    const dc::Prologue<decltype(rows)&> prologue{model_.joint_count(), rows};
+    if (full) core_->solve(rows_, ctx_.parallel, leaf_in, leaf_out, prologue);
+    else core_->solve_bias(rows_, ctx_.parallel, leaf_in, leaf_out, prologue);
   }
 
   /// lambda += scale * (the tree's multipliers), block by block.
@@ -404,9 +409,7 @@ class Ali3 final : public Formulation {
     update_states();
     evaluate_loads(t_);
     const double h = options_.dt, s = 0.25 * h * h;
-    joint_rows(t_, true, Level::Acceleration);
-    for (Rows& jr : rows_) jr.compliance = 0.0;  // hard rows: exact consistency
-    solve_tree(true, t_, h, &BodyData::qdd, [&](int i) -> Vec7 {
+    solve_tree(true, t_, h, Level::InitialAcceleration, &BodyData::qdd, [&](int i) -> Vec7 {
       const BodyData& b = body(i);
       Vec7 Q = generalized_forces(i);
       Q.tail<4>() -= s * options_.alpha * b.qd.tail<4>().squaredNorm() * b.q.tail<4>();  // Psi_q' alpha nu, nu = -pd'pd
@@ -454,9 +457,8 @@ class Ali3 final : public Formulation {
     for (int k = 0; k < options_.newton_max; ++k) {
       const bool first = k == 0;
       evaluate_loads(t);
-      joint_rows(t, first, Level::Position);
       solve_tree(
-          first, t, h, &BodyData::delta,
+          first, t, h, Level::Position, &BodyData::delta,
           [&](int i) -> Vec7 { return -K_times(body(i), newton_residual(i)); },  // delta_3 (Eq. 27)
           [&](int i) {
             apply_newton_increment(i, h);
@@ -511,9 +513,8 @@ class Ali3 final : public Formulation {
   /// (docs/results/ali3.md, "The projections' tangent").
   void project_velocities(double t, double h) {
     const double s = 0.25 * h * h;
-    joint_rows(t, true, Level::Velocity);
     solve_tree(
-        true, t, h, &BodyData::qd,
+        true, t, h, Level::Velocity, &BodyData::qd,
         [&](int i) -> Vec7 {  // theta (Eq. 45)
           const BodyData& b = body(i);
           return K_times(b, mass_c_times(i, b.qd)) / s;
@@ -527,8 +528,7 @@ class Ali3 final : public Formulation {
   /// `build` (no velocity projection this step).
   void project_accelerations(double t, double h, bool build) {
     const double s = 0.25 * h * h;
-    joint_rows(t, build, Level::Acceleration);
-    solve_tree(build, t, h, &BodyData::qdd, [&](int i) -> Vec7 {  // xi (Eq. 60)
+    solve_tree(build, t, h, Level::Acceleration, &BodyData::qdd, [&](int i) -> Vec7 {  // xi (Eq. 60)
       const BodyData& b = body(i);
       Vec7 x = mass_c_times(i, b.qdd);
       x.tail<4>() -= s * options_.alpha * b.qd.tail<4>().squaredNorm() * b.q.tail<4>();
