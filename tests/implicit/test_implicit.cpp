@@ -182,6 +182,7 @@ TEST(Implicit, NonConvergenceEndsTheRunWithAMessage) {
     const auto r = test::simulate(model("hi_double_pendulum"), scheme, s, 2.0, 0.25, &rec);
     EXPECT_EQ(r.status, "failed") << scheme;
     EXPECT_NE(r.message.find("did not converge"), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find("the largest body increment at '"), std::string::npos) << r.message;  // where
     EXPECT_FALSE(rec.snapshots.empty());
   }
 }

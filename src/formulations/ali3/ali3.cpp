@@ -8,6 +8,7 @@
 
 #include "../common/equal_steps.hpp"
 #include "../common/joint_blocks.hpp"
+#include "../common/largest_body.hpp"
 #include "../common/tree_context.hpp"
 #include "../common/reactions.hpp"
 #include "treedyn/dc_core.hpp"
@@ -472,8 +473,10 @@ class Ali3 final : public Formulation {
     }
     if (!std::isfinite(norm) || norm > options_.divergence) {
       std::ostringstream msg;
-      msg << "ali3: Newton-Raphson diverged in the step to t = " << t << " (||Delta q|| = " << norm
-          << " after " << options_.newton_max << " iterations; alpha = " << options_.alpha << ", h = " << h
+      msg << "ali3: Newton-Raphson diverged in the step to t = " << t << " (||Delta q|| = " << norm << " after "
+          << options_.newton_max << " iterations, largest at body '"
+          << largest_body(model_, [&](int i) { return per_body_[static_cast<std::size_t>(i)]; })
+          << "'; alpha = " << options_.alpha << ", h = " << h
           << "): try a larger alpha, a smaller step or more iterations";
       throw SimulationError(t, msg.str());
     }

@@ -9,6 +9,7 @@
 
 #include "../common/equal_steps.hpp"
 #include "../common/joint_blocks.hpp"
+#include "../common/largest_body.hpp"
 #include "../common/tree_context.hpp"
 #include "../common/reactions.hpp"
 #include "treedyn/dc_core.hpp"
@@ -481,8 +482,9 @@ class Implicit final : public Formulation {
     if (!converged) {
       std::ostringstream msg;
       msg << name() << ": Newton iteration did not converge in the step to t = " << t1 << " (||delta q|| = " << norm
-          << " after " << k << " iterations, tolerance " << tol << ", h = " << h
-          << "): try a smaller step or a larger --newton-max";
+          << " after " << k << " iterations, the largest body increment at '"
+          << largest_body(model_, [&](int i) { return body(i).delta.squaredNorm(); }) << "', tolerance " << tol
+          << ", h = " << h << "): try a smaller step or a larger --newton-max";
       throw SimulationError(t1, msg.str());
     }
   }
