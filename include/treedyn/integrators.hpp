@@ -36,6 +36,8 @@ class OdeSystem {
                              Eigen::Ref<Eigen::VectorXd> /*qdot*/) {
     return false;
   }
+  /// What entry `index` of y is, for error messages ("coordinate 2 of joint 'j3'").
+  virtual std::string describe(int index) const { return "entry " + std::to_string(index) + " of the state"; }
   /// Called after each accepted step (for bookkeeping such as angle unwrapping).
   virtual void accept_step(double /*t*/, const Eigen::Ref<const Eigen::VectorXd>& /*y*/) {}
   /// Error weights of the adaptive integrators: the local error e is accepted when the RMS of

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <string>
 #include <vector>
 
 #include "treedyn/kinematics.hpp"
@@ -95,6 +96,11 @@ class JointSpace {
 
   /// Normalises the quaternions in q; returns the largest change.
   double normalize(Eigen::Ref<Eigen::VectorXd> q) const;
+
+  /// Names entry `index` of a state [q; r] whose second half r holds a rate per degree of freedom
+  /// called `rate` ("velocity", "momentum"), for error messages: "coordinate 2 of joint 'j3'",
+  /// "momentum 0 of joint 'j3'"; a virtual free joint is named by its body.
+  std::string describe_state(int index, const std::string& rate) const;
 
  private:
   const Model* model_;

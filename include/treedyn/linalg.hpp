@@ -13,6 +13,14 @@
 
 namespace treedyn {
 
+/// Index of the first entry of x that is not finite (x.size() if all are): where a failure
+/// message says a solve or a state went wrong.
+inline Eigen::Index first_non_finite(const Eigen::Ref<const Eigen::VectorXd>& x) {
+  Eigen::Index i = 0;
+  while (i < x.size() && std::isfinite(x(i))) ++i;
+  return i;
+}
+
 /// How the divide-and-conquer eliminations invert their small symmetric matrices: by Cholesky
 /// (the default), or as paper 004 does on its FPGA, by the adjugate (2 x 2) and LDUP (larger).
 /// Either falls back to the minimum-norm solution when the matrix is singular.

@@ -3,6 +3,7 @@
 
 #include "integrators_internal.hpp"
 #include "treedyn/errors.hpp"
+#include "treedyn/linalg.hpp"
 
 namespace treedyn {
 namespace {
@@ -40,7 +41,7 @@ class FixedStep : public Integrator {
       step(h);
       t_ = (t_out - (t_ + h) <= eps) ? t_out : t_ + h;
       if (opt_.project && sys_.project(t_, y_) > 0.0) ++stats_.projections;
-      if (!y_.allFinite()) throw SimulationError(t_, name() + ": the state became non-finite");
+      if (!y_.allFinite()) throw SimulationError(t_, name() + ": the state became non-finite, first " + sys_.describe(static_cast<int>(first_non_finite(y_))));
       sys_.accept_step(t_, y_);
       ++stats_.steps;
     }

@@ -306,4 +306,17 @@ double JointSpace::normalize(Eigen::Ref<Eigen::VectorXd> q) const {
   return change;
 }
 
+std::string JointSpace::describe_state(int index, const std::string& rate) const {
+  const bool is_rate = index >= nq_;
+  const int at = is_rate ? index - nq_ : index;
+  for (const TreeJoint& tj : tree_) {
+    const int offset = is_rate ? tj.v_offset : tj.q_offset, count = is_rate ? tj.nv : tj.nq;
+    if (at < offset || at >= offset + count) continue;
+    const std::string what = (is_rate ? rate : std::string("coordinate")) + " " + std::to_string(at - offset);
+    if (tj.joint < 0) return what + " of the free body '" + model_->bodies[static_cast<std::size_t>(tj.child)].name + "'";
+    return what + " of joint '" + model_->joints[static_cast<std::size_t>(tj.joint)].name + "'";
+  }
+  return "entry " + std::to_string(index);
+}
+
 }  // namespace treedyn

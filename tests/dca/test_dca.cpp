@@ -97,3 +97,20 @@ TEST(Dca, RightHandSideAllocatesNothing) {
 TEST(Dca, RefusesDriversWithAClearMessage) {
   test::expect_refused(read_model_file(test::model_path("slider_crank")), "dca", {}, "drivers");
 }
+
+// Explicit Euler at a step far too large blows the pendulum up; the run stops with a message
+// that names the joint whose acceleration went non-finite first, and keeps the samples.
+TEST(Dca, NonFiniteAccelerationsNameTheJoint) {
+  FormulationSettings s;
+  s.integrator = "euler";
+  s.dt = 0.3;
+  for (const char* formulation : {"dca", "hdca"}) {
+    test::Recorder rec;
+    const Model m = read_model_file(test::model_path("spatial_double_pendulum"));
+    const auto r = test::simulate(m, formulation, s, 60.0, 0.3, &rec);
+    EXPECT_FALSE(r.ok()) << formulation;
+    EXPECT_NE(r.message.find("non-finite joint accelerations, first acceleration 0 of joint 'joint"), std::string::npos)
+        << r.message;
+    EXPECT_FALSE(rec.snapshots.empty());
+  }
+}

@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
 
 #include "treedyn/errors.hpp"
 #include "treedyn/integrators.hpp"
@@ -32,15 +36,23 @@ struct Oscillator : OdeSystem {
   }
 };
 
-double oscillator_error(const std::string& method, double step, double rtol = 1e-6) {
-  Oscillator sys;
+/// `method` on `sys` started at t = 0 from y = (1, 0).
+std::unique_ptr<Integrator> started(const std::string& method, OdeSystem& sys, double step, Eigen::VectorXd& y,
+                                    double rtol = 1e-6) {
   IntegratorOptions o;
   o.step = step;
   o.rtol = o.atol = rtol;
   auto integ = make_integrator(method, sys, o);
-  Eigen::VectorXd y(2);
+  y.resize(2);
   y << 1.0, 0.0;
   integ->reset(0.0, y);
+  return integ;
+}
+
+double oscillator_error(const std::string& method, double step, double rtol = 1e-6) {
+  Oscillator sys;
+  Eigen::VectorXd y;
+  auto integ = started(method, sys, step, y, rtol);
   for (int k = 1; k <= 10; ++k) integ->advance(0.2 * k, y);
   return std::hypot(y(0) - std::cos(2.0), y(1) + std::sin(2.0));
 }
@@ -70,12 +82,8 @@ TEST(FixedStepIntegrators, ErrorScalesWithTheirOrderWhenTheStepHalves) {
 TEST(FixedStepIntegrators, SymplecticEulerKeepsTheOscillatorEnergyBoundedWhereEulerDoesNot) {
   auto worst_energy_error = [](const char* method) {
     Oscillator sys;
-    IntegratorOptions o;
-    o.step = 0.05;
-    auto integ = make_integrator(method, sys, o);
-    Eigen::VectorXd y(2);
-    y << 1.0, 0.0;
-    integ->reset(0.0, y);
+    Eigen::VectorXd y;
+    auto integ = started(method, sys, 0.05, y);
     double worst = 0.0;
     for (int k = 1; k <= 2000; ++k) {
       integ->advance(0.05 * k, y);
@@ -113,6 +121,23 @@ TEST(Integrators, CountStepsAndRightHandSides) {
   EXPECT_GE(dp->stats().rhs_evaluations, 6 * dp->stats().steps);
 }
 
+namespace {
+
+/// The oscillator from (1, 0) to t = 1 with `method` at step 0.01: the error the run ends with,
+/// (-1, "") if it ends without one.
+std::pair<double, std::string> failure_of(const char* method, OdeSystem& sys) {
+  Eigen::VectorXd y;
+  auto integ = started(method, sys, 0.01, y);
+  try {
+    integ->advance(1.0, y);
+  } catch (const SimulationError& e) {
+    return {e.time(), e.what()};
+  }
+  return {-1.0, ""};
+}
+
+}  // namespace
+
 TEST(Integrators, FailureInTheRightHandSideIsReportedWithItsTime) {
   struct Failing : Oscillator {
     void rhs(double t, const Eigen::Ref<const Eigen::VectorXd>& y, Eigen::Ref<Eigen::VectorXd> ydot) override {
@@ -122,19 +147,9 @@ TEST(Integrators, FailureInTheRightHandSideIsReportedWithItsTime) {
   };
   for (const char* method : {"rk4", "dopri5", "adams"}) {
     Failing sys;
-    IntegratorOptions o;
-    o.step = 0.01;
-    auto integ = make_integrator(method, sys, o);
-    Eigen::VectorXd y(2);
-    y << 1.0, 0.0;
-    integ->reset(0.0, y);
-    try {
-      integ->advance(1.0, y);
-      FAIL() << method << " did not report the failure";
-    } catch (const SimulationError& e) {
-      EXPECT_GT(e.time(), 0.5);
-      EXPECT_NE(std::string(e.what()).find("model exploded"), std::string::npos) << e.what();
-    }
+    const auto [time, message] = failure_of(method, sys);
+    EXPECT_GT(time, 0.5) << method;
+    EXPECT_NE(message.find("model exploded"), std::string::npos) << method << ": " << message;
   }
 }
 
@@ -174,5 +189,22 @@ TEST(AdaptiveIntegrators, UseTheSystemsErrorWeights) {
     };
     EXPECT_EQ(steps(1000.0, 1e-4), steps(1.0, 1e-7)) << method;
     EXPECT_GT(steps(1000.0, 1e-4), steps(1.0, 1e-4)) << method;
+  }
+}
+
+// A fixed-step run whose state turns non-finite says where first, in the system's own words.
+TEST(FixedStepIntegrators, NonFiniteStateNamesTheFirstEntry) {
+  struct Exploding : Oscillator {
+    void rhs(double t, const Eigen::Ref<const Eigen::VectorXd>& y, Eigen::Ref<Eigen::VectorXd> ydot) override {
+      Oscillator::rhs(t, y, ydot);
+      if (t > 0.5) ydot(1) = std::numeric_limits<double>::quiet_NaN();
+    }
+    std::string describe(int index) const override { return index == 1 ? "the velocity" : "the position"; }
+  };
+  for (const char* method : {"euler", "rk4"}) {
+    Exploding sys;
+    const auto [time, message] = failure_of(method, sys);
+    EXPECT_GT(time, 0.5) << method;
+    EXPECT_NE(message.find("non-finite, first the velocity"), std::string::npos) << method << ": " << message;
   }
 }

@@ -216,3 +216,27 @@ TEST(JointSpace, SubspaceRateMatchesFiniteDifferencesOfH) {
     EXPECT_EQ(again[k].Hdot, m0[k].Hdot) << "tree joint " << k;
   }
 }
+
+// Error messages name a state entry by its joint: every coordinate and rate of the zoo's tree
+// joints, and a body without any joint (reached through a virtual free joint) by its own name.
+TEST(JointSpace, DescribesEveryStateEntryByItsJoint) {
+  const Model m = joint_zoo();
+  const JointSpace js(m, Topology(m));
+  for (const TreeJoint& t : js.tree()) {
+    ASSERT_GE(t.joint, 0);
+    const std::string name = "joint '" + m.joints[static_cast<std::size_t>(t.joint)].name + "'";
+    for (int k = 0; k < t.nq; ++k)
+      EXPECT_EQ(js.describe_state(t.q_offset + k, "velocity"), "coordinate " + std::to_string(k) + " of " + name);
+    for (int k = 0; k < t.nv; ++k)
+      EXPECT_EQ(js.describe_state(js.nq() + t.v_offset + k, "momentum"), "momentum " + std::to_string(k) + " of " + name);
+  }
+  ModelBuilder b("drifting pair");  // two bodies hinged to each other, neither to ground
+  b.body(box("drifter", {0, 0, 0}, 0.2)).body(box("tail", {1, 0, 0}, 0.1));
+  b.joint(JointSpec::at("hinge", JointType::Revolute, "drifter", "tail", {0.5, 0, 0}));
+  const Model pair = b.build();
+  const JointSpace ps(pair, Topology(pair));
+  ASSERT_LT(ps.tree().front().joint, 0);  // the virtual free joint comes first
+  const std::string root = pair.bodies[static_cast<std::size_t>(ps.tree().front().child)].name;
+  EXPECT_EQ(ps.describe_state(0, "velocity"), "coordinate 0 of the free body '" + root + "'");
+  EXPECT_EQ(ps.describe_state(ps.nq() + 5, "velocity"), "velocity 5 of the free body '" + root + "'");
+}

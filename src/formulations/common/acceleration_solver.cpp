@@ -2,6 +2,7 @@
 #include "acceleration_solver.hpp"
 
 #include "treedyn/errors.hpp"
+#include "treedyn/linalg.hpp"
 
 namespace treedyn::jc {
 
@@ -54,7 +55,9 @@ void AccelerationSolver::evaluate(double t, const Eigen::Ref<const Eigen::Vector
   mark(timer, 4);
   parallel_.for_each(static_cast<int>(joints_.tree().size()), [&](int k) { joint_acceleration(k); });
   mark(timer, 5);
-  if (!vdot_.allFinite()) throw SimulationError(t, "the divide-and-conquer solve gave non-finite joint accelerations");
+  if (!vdot_.allFinite())
+    throw SimulationError(t, "the divide-and-conquer solve gave non-finite joint accelerations, first " +
+                                 joints_.describe_state(joints_.nq() + static_cast<int>(first_non_finite(vdot_)), "acceleration"));
 }
 
 /// D' (A_c - A_p) = D' kappa for a tree joint; J A = gamma (- Baumgarte) for a loop joint.

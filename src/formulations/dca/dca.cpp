@@ -41,6 +41,7 @@ class Dca final : public OdeFormulation {
   const JointSpace& joints() const { return solver_.joints(); }
   int size() const override { return joints().nq() + joints().nv(); }
   int position_size() const override { return joints().nq(); }
+  std::string describe(int index) const override { return joints().describe_state(index, "velocity"); }
 
   void rhs(double t, const Eigen::Ref<const Eigen::VectorXd>& y, Eigen::Ref<Eigen::VectorXd> ydot) override {
     evaluate(t, y);

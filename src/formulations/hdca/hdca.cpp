@@ -59,6 +59,7 @@ class Hdca final : public OdeFormulation {
 
   int size() const override { return joints().nq() + joints().nv(); }
   int position_size() const override { return joints().nq(); }
+  std::string describe(int index) const override { return joints().describe_state(index, "momentum"); }
 
   void rhs(double t, const Eigen::Ref<const Eigen::VectorXd>& y, Eigen::Ref<Eigen::VectorXd> ydot) override {
     engine_.velocities(q_of(y), p_of(y), v_, &timer_);

@@ -3,6 +3,7 @@
 #include "../common/ode_formulation.hpp"
 #include "../common/reactions.hpp"
 #include "treedyn/errors.hpp"
+#include "treedyn/linalg.hpp"
 #include "treedyn/loads.hpp"
 #include "treedyn/projection.hpp"
 
@@ -48,6 +49,13 @@ class Reference final : public OdeFormulation {
   // OdeSystem -------------------------------------------------------------------------------
   int size() const override { return (kPos + kVel) * n_; }
   int position_size() const override { return kPos * n_; }
+  std::string describe(int index) const override {  // the layout of pack()
+    const bool rate = index >= kPos * n_;
+    const int per_body = rate ? kVel : kPos, at = rate ? index - kPos * n_ : index;
+    const int body = at / per_body, component = at % per_body;
+    const char* what = rate ? (component < 3 ? "velocity" : "angular velocity") : (component < 3 ? "position" : "orientation");
+    return std::string(what) + " of body '" + model_.bodies[static_cast<std::size_t>(body)].name + "'";
+  }
 
   void rhs(double t, const Eigen::Ref<const Eigen::VectorXd>& y, Eigen::Ref<Eigen::VectorXd> ydot) override {
     unpack(y, work_);
@@ -96,7 +104,9 @@ class Reference final : public OdeFormulation {
       lambda_ = matrix_.solve(matrix_.J() * Vdot_ - matrix_.gamma());
       Vdot_.noalias() -= matrix_.MinvJt() * lambda_;
     }
-    if (!Vdot_.allFinite()) throw SimulationError(t, "reference: non-finite accelerations");
+    if (!Vdot_.allFinite())
+      throw SimulationError(t, "reference: non-finite accelerations, first of body '" +
+                                   model_.bodies[static_cast<std::size_t>(first_non_finite(Vdot_) / 6)].name + "'");
   }
 
   // State layout ----------------------------------------------------------------------------
