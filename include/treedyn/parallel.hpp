@@ -89,27 +89,17 @@ class Parallel {
   /// shared among threads; the few levels above them run level by level.
   template <class Leaf, class Inner>
   void assemble(const AssemblyTree& tree, Leaf&& leaf, Inner&& inner) const {
-    auto visit = [&](int id) { tree.node(id).is_leaf() ? leaf(id) : inner(id); };
-    const auto& subtrees = tree.subtrees();
-    const auto& upper = tree.upper_levels();
-    const int count = static_cast<int>(subtrees.size());
-    if (threads_ == 1 || tree.nodes().size() < kMinParallelTreeNodes) {
-      for (const auto& s : subtrees)
-        for (int id : s) visit(id);
-      for (const auto& level : upper)
+    if (serial(tree)) {
+      for (const auto& s : tree.subtrees())
+        for (int id : s) tree.node(id).is_leaf() ? leaf(id) : inner(id);
+      for (const auto& level : tree.upper_levels())
         for (int id : level) inner(id);
       return;
     }
     pin();
     RegionErrors errors;
-    auto guarded_inner = [&](int id) { errors.run([&] { inner(id); }); };
 #pragma omp parallel num_threads(threads_)
-    {
-#pragma omp for schedule(static)
-      for (int k = 0; k < count; ++k)
-        for (int id : subtrees[static_cast<std::size_t>(k)]) errors.run([&] { visit(id); });
-      for (std::size_t l = 0; l < upper.size(); ++l) run_level(upper[l], guarded_inner, l + 1 == upper.size());
-    }
+    up(tree, leaf, inner, errors, true);
     errors.rethrow();
   }
 
@@ -117,29 +107,18 @@ class Parallel {
   /// reverse of assemble()).
   template <class Inner, class Leaf>
   void disassemble(const AssemblyTree& tree, Inner&& inner, Leaf&& leaf) const {
-    auto visit = [&](int id) { tree.node(id).is_leaf() ? leaf(id) : inner(id); };
-    const auto& subtrees = tree.subtrees();
-    const auto& upper = tree.upper_levels();
-    const int count = static_cast<int>(subtrees.size());
-    if (threads_ == 1 || tree.nodes().size() < kMinParallelTreeNodes) {
+    if (serial(tree)) {
+      const auto& upper = tree.upper_levels();
       for (auto level = upper.rbegin(); level != upper.rend(); ++level)
         for (int id : *level) inner(id);
-      for (const auto& s : subtrees)
-        for (auto id = s.rbegin(); id != s.rend(); ++id) visit(*id);
+      for (const auto& s : tree.subtrees())
+        for (auto id = s.rbegin(); id != s.rend(); ++id) tree.node(*id).is_leaf() ? leaf(*id) : inner(*id);
       return;
     }
     pin();
     RegionErrors errors;
-    auto guarded_inner = [&](int id) { errors.run([&] { inner(id); }); };
 #pragma omp parallel num_threads(threads_)
-    {
-      for (auto level = upper.rbegin(); level != upper.rend(); ++level) run_level(*level, guarded_inner, false);
-#pragma omp for schedule(static) nowait
-      for (int k = 0; k < count; ++k) {
-        const auto& s = subtrees[static_cast<std::size_t>(k)];
-        for (auto id = s.rbegin(); id != s.rend(); ++id) errors.run([&] { visit(*id); });
-      }
-    }
+    down(tree, inner, leaf, errors);
     errors.rethrow();
   }
 
@@ -150,38 +129,23 @@ class Parallel {
   template <class Before, class LeafUp, class InnerUp, class Root, class InnerDown, class LeafDown>
   void pass(const AssemblyTree& tree, int count, Before&& before, LeafUp&& leaf_up, InnerUp&& inner_up, Root&& root,
             InnerDown&& inner_down, LeafDown&& leaf_down) const {
-    if (threads_ == 1 || tree.nodes().size() < kMinParallelTreeNodes) {
+    if (serial(tree)) {
       for (int i = 0; i < count; ++i) before(i);
       assemble(tree, leaf_up, inner_up);
       root();
       disassemble(tree, inner_down, leaf_down);
       return;
     }
-    const auto& subtrees = tree.subtrees();
-    const auto& upper = tree.upper_levels();
-    const int subtree_count = static_cast<int>(subtrees.size());
     pin();
     RegionErrors errors;
-    auto guarded_up = [&](int id) { errors.run([&] { inner_up(id); }); };
-    auto guarded_down = [&](int id) { errors.run([&] { inner_down(id); }); };
 #pragma omp parallel num_threads(threads_)
     {
 #pragma omp for schedule(static)
       for (int i = 0; i < count; ++i) errors.run([&] { before(i); });
-#pragma omp for schedule(static)
-      for (int k = 0; k < subtree_count; ++k)
-        for (int id : subtrees[static_cast<std::size_t>(k)])
-          errors.run([&] { tree.node(id).is_leaf() ? leaf_up(id) : inner_up(id); });
-      for (const auto& level : upper) run_level(level, guarded_up, false);
+      up(tree, leaf_up, inner_up, errors, false);
 #pragma omp single
       errors.run(root);
-      for (auto level = upper.rbegin(); level != upper.rend(); ++level) run_level(*level, guarded_down, false);
-#pragma omp for schedule(static) nowait
-      for (int k = 0; k < subtree_count; ++k) {
-        const auto& sub = subtrees[static_cast<std::size_t>(k)];
-        for (auto id = sub.rbegin(); id != sub.rend(); ++id)
-          errors.run([&] { tree.node(*id).is_leaf() ? leaf_down(*id) : inner_down(*id); });
-      }
+      down(tree, inner_down, leaf_down, errors);
     }
     errors.rethrow();
   }
@@ -203,6 +167,39 @@ class Parallel {
     if (pinned_) return;
     pin_threads(threads_);
     pinned_ = true;
+  }
+
+  bool serial(const AssemblyTree& tree) const { return threads_ == 1 || tree.nodes().size() < kMinParallelTreeNodes; }
+
+  /// The assembly's work of one thread inside a parallel region: its share of the subtrees, then
+  /// the upper levels. The last level ends at a barrier unless `last_in_region` (the region's own
+  /// end waits for it).
+  template <class Leaf, class Inner>
+  void up(const AssemblyTree& tree, Leaf& leaf, Inner& inner, RegionErrors& errors, bool last_in_region) const {
+    const auto& subtrees = tree.subtrees();
+    const auto& upper = tree.upper_levels();
+    auto guarded_inner = [&](int id) { errors.run([&] { inner(id); }); };
+#pragma omp for schedule(static)
+    for (int k = 0; k < static_cast<int>(subtrees.size()); ++k)
+      for (int id : subtrees[static_cast<std::size_t>(k)])
+        errors.run([&] { tree.node(id).is_leaf() ? leaf(id) : inner(id); });
+    for (std::size_t l = 0; l < upper.size(); ++l)
+      run_level(upper[l], guarded_inner, last_in_region && l + 1 == upper.size());
+  }
+
+  /// The disassembly's work of one thread inside a parallel region: the upper levels, then its
+  /// share of the subtrees, without a final barrier (the region's end is one).
+  template <class Inner, class Leaf>
+  void down(const AssemblyTree& tree, Inner& inner, Leaf& leaf, RegionErrors& errors) const {
+    const auto& subtrees = tree.subtrees();
+    const auto& upper = tree.upper_levels();
+    auto guarded_inner = [&](int id) { errors.run([&] { inner(id); }); };
+    for (auto level = upper.rbegin(); level != upper.rend(); ++level) run_level(*level, guarded_inner, false);
+#pragma omp for schedule(static) nowait
+    for (int k = 0; k < static_cast<int>(subtrees.size()); ++k) {
+      const auto& s = subtrees[static_cast<std::size_t>(k)];
+      for (auto id = s.rbegin(); id != s.rend(); ++id) errors.run([&] { tree.node(*id).is_leaf() ? leaf(*id) : inner(*id); });
+    }
   }
 
   /// One level inside a parallel region. The implicit barrier of `omp for` / `omp single` ends

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <stdexcept>
@@ -108,6 +109,13 @@ TEST(Parallel, AnExceptionInsideAParallelRegionReachesTheCaller) {
     };
     EXPECT_THROW(par.assemble(tree, throw_at, throw_at), std::runtime_error) << threads;
     EXPECT_THROW(par.disassemble(tree, throw_at, throw_at), std::runtime_error) << threads;
+    auto nothing = [](int) {};
+    EXPECT_THROW(par.pass(tree, m.body_count(), nothing, throw_at, throw_at, [] {}, nothing, nothing), std::runtime_error)
+        << threads << " threads, assembly of pass()";
+    EXPECT_THROW(par.pass(tree, m.body_count(), nothing, nothing, nothing, [] { throw std::runtime_error("root"); },
+                          nothing, nothing),
+                 std::runtime_error)
+        << threads << " threads, root of pass()";
     EXPECT_THROW(par.for_each(m.body_count(), [&](int i) {
                    if (i == m.body_count() - 1) throw std::runtime_error("item");
                  }),
@@ -117,5 +125,42 @@ TEST(Parallel, AnExceptionInsideAParallelRegionReachesTheCaller) {
     std::vector<int> hits(static_cast<std::size_t>(m.body_count()), 0);
     par.for_each(m.body_count(), [&](int i) { hits[static_cast<std::size_t>(i)] += 1; });
     EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), m.body_count());
+  }
+}
+
+// pass(): every before(i) ahead of every node, children before parents on the way up, the root's
+// work after the whole assembly, parents before children on the way down, each exactly once.
+TEST(Parallel, PassRunsItsPhasesInOrder) {
+  const Model m = make_chain(Parallel::kMinParallelBodies * 3, JointType::Spherical);
+  const Topology topology(m);
+  for (int threads : {1, 2, 3}) {
+    const AssemblyTree tree(m, topology, threads);
+    const std::size_t n = tree.nodes().size();
+    std::vector<std::atomic<int>> before(static_cast<std::size_t>(m.body_count())), up(n), down(n);
+    std::atomic<int> violations{0}, roots{0};
+    auto all_before = [&] {
+      return std::all_of(before.begin(), before.end(), [](const std::atomic<int>& b) { return b == 1; });
+    };
+    auto on_up = [&](int id) {
+      const AssemblyNode& a = tree.node(id);
+      const bool children_done =
+          a.is_leaf() || (up[static_cast<std::size_t>(a.left)] == 1 && up[static_cast<std::size_t>(a.right)] == 1);
+      if (!all_before() || !children_done) ++violations;
+      up[static_cast<std::size_t>(id)]++;
+    };
+    auto on_down = [&](int id) {
+      if (roots != 1 || (id != tree.root() && down[static_cast<std::size_t>(tree.node(id).parent)] != 1)) ++violations;
+      down[static_cast<std::size_t>(id)]++;
+    };
+    Parallel(threads, 1).pass(
+        tree, m.body_count(), [&](int i) { before[static_cast<std::size_t>(i)]++; }, on_up, on_up,
+        [&] {
+          if (up[static_cast<std::size_t>(tree.root())] != 1) ++violations;
+          roots++;
+        },
+        on_down, on_down);
+    EXPECT_EQ(violations, 0) << threads;
+    EXPECT_EQ(roots, 1) << threads;
+    for (std::size_t id = 0; id < n; ++id) EXPECT_TRUE(up[id] == 1 && down[id] == 1) << threads << " threads, node " << id;
   }
 }
