@@ -169,6 +169,10 @@ class HandleTree {
     int size() const { return static_cast<int>(handles.size()); }
     Mat& k(int i, int j) { return K[index(i, j)]; }
     const Mat& k(int i, int j) const { return K[index(i, j)]; }
+    /// A Shared leaf's K_ij, the same for every pair of its handles; nothing to set without handles.
+    void set_shared_k(const Mat& K_all) {
+      if (!K.empty()) K[0] = K_all;
+    }
 
    private:
     std::size_t index(int i, int j) const { return K.size() == 1 ? 0 : static_cast<std::size_t>(i * size() + j); }
@@ -199,10 +203,7 @@ class HandleTree {
   template <class LeafIn, class LeafOut, class Prologue = NoPrologue>
   void solve(const std::vector<JointRows<S, Dim>>& rows, const Parallel& parallel, LeafIn&& leaf_in, LeafOut&& leaf_out,
              Prologue&& prologue = {}) {
-    parallel.pass(
-        *tree_, prologue.count, prologue.f, [&](int id) { leaf_in(tree_->node(id).body); },
-        [&](int id) { assemble_node(id, rows); }, [&] { connect_base(rows); }, [&](int id) { disassemble_node(id, rows); },
-        [&](int id) { leaf_out(tree_->node(id).body); });
+    pass(rows, parallel, leaf_in, leaf_out, prologue, &HandleTree::assemble_node, &HandleTree::connect_base);
   }
 
   /// The three passes of solve(), for formulations that time them separately. assemble() calls
@@ -218,25 +219,17 @@ class HandleTree {
     parallel.disassemble(*tree_, [&](int id) { disassemble_node(id, rows); }, [&](int id) { leaf(tree_->node(id).body); });
   }
 
-  /// Bias-only passes: with every K, Z^+ and W kept from the last assemble() and connect_base(),
-  /// new leaf biases b and joint right-hand sides r (the G rows and compliances must be unchanged)
+  /// solve() with the elimination matrices held, a bias-only pass: leaf_in(body) fills only a
+  /// leaf's b. With every K, Z^+ and W kept from the last full assembly and base connection, new
+  /// leaf biases b and joint right-hand sides r (the G rows and compliances must be unchanged)
   /// give the new inner biases, beta_hat and base loads:
   ///     beta_hat = Z^+ (r - sum_s G_s b^s_E),   b^C_i = b^s_i + W_i' (r - sum_s G_s b^s_E)
   /// (Y_i Z^+ = W_i' as Z^+ is symmetric). This is paper 000's reuse of the tangent coefficients
   /// delta in the modified Newton iterations and both projections (Sects. 3.2-3.4, Eqs. 39, 54, 69).
-  template <class Leaf>
-  void assemble_bias(const std::vector<JointRows<S, Dim>>& rows, const Parallel& parallel, Leaf&& leaf) {
-    parallel.assemble(*tree_, [&](int id) { leaf(tree_->node(id).body); }, [&](int id) { assemble_bias_node(id, rows); });
-  }
-  void connect_base_bias(const std::vector<JointRows<S, Dim>>& rows);
-  /// solve() with the elimination matrices held: leaf_in(body) fills only a leaf's b.
   template <class LeafIn, class LeafOut, class Prologue = NoPrologue>
   void solve_bias(const std::vector<JointRows<S, Dim>>& rows, const Parallel& parallel, LeafIn&& leaf_in,
                   LeafOut&& leaf_out, Prologue&& prologue = {}) {
-    parallel.pass(
-        *tree_, prologue.count, prologue.f, [&](int id) { leaf_in(tree_->node(id).body); },
-        [&](int id) { assemble_bias_node(id, rows); }, [&] { connect_base_bias(rows); },
-        [&](int id) { disassemble_node(id, rows); }, [&](int id) { leaf_out(tree_->node(id).body); });
+    pass(rows, parallel, leaf_in, leaf_out, prologue, &HandleTree::assemble_bias_node, &HandleTree::connect_base_bias);
   }
 
   /// True if the last solve met a singular elimination matrix somewhere.
@@ -247,6 +240,17 @@ class HandleTree {
   Vec multiplier(int joint) const;
 
  private:
+  /// One pass of solve() or solve_bias(): `assemble` (a node's elimination) on the way up, `base`
+  /// at the root, the disassembly on the way down, in one parallel region (Parallel::pass).
+  template <class LeafIn, class LeafOut, class Prologue>
+  void pass(const std::vector<JointRows<S, Dim>>& rows, const Parallel& parallel, LeafIn& leaf_in, LeafOut& leaf_out,
+            Prologue& prologue, void (HandleTree::*assemble)(int, const std::vector<JointRows<S, Dim>>&),
+            void (HandleTree::*base)(const std::vector<JointRows<S, Dim>>&)) {
+    parallel.pass(
+        *tree_, prologue.count, prologue.f, [&](int id) { leaf_in(tree_->node(id).body); },
+        [&](int id) { (this->*assemble)(id, rows); }, [&] { (this->*base)(rows); },
+        [&](int id) { disassemble_node(id, rows); }, [&](int id) { leaf_out(tree_->node(id).body); });
+  }
   void setup_node(int id);
   void assemble_node(int id, const std::vector<JointRows<S, Dim>>& rows);
   void eliminate_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
@@ -257,6 +261,7 @@ class HandleTree {
   void eliminate_multiple(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
   void disassemble_node(int id, const std::vector<JointRows<S, Dim>>& rows);
   void assemble_bias_node(int id, const std::vector<JointRows<S, Dim>>& rows);
+  void connect_base_bias(const std::vector<JointRows<S, Dim>>& rows);
   template <int M>
   void bias_single(Node& n, const Node* const side[2], const JointRows<S, Dim>& jr);
   void bias_multiple(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);

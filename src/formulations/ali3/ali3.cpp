@@ -370,10 +370,7 @@ class Ali3 final : public Formulation {
     auto leaf_in = [&](int i) {
       auto& node = core_->leaf(i);
       BodyData& b = body(i);
-      if (full) {
-        const Mat6 K_twist = tangent(i, t, h);
-        if (node.size() > 0) node.k(0, 0) = K_twist;  // one block for every pair of handles (LeafBlocks::Shared)
-      }
+      if (full) node.set_shared_k(tangent(i, t, h));
       b.bias = bias_of(i);
       const Vec6 bias_twist = in_twist(b.bias, b.p_tangent);
       for (auto& bh : node.b) bh = bias_twist;

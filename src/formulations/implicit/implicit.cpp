@@ -245,7 +245,7 @@ class Implicit final : public Formulation {
       const BodyData& b = body(i);
       const Vec6 bias = b.K * b.g;
       for (auto& bh : node.b) bh = bias;
-      if (factor && node.size() > 0) node.k(0, 0) = b.K;  // one block for every pair of handles (LeafBlocks::Shared)
+      if (factor) node.set_shared_k(b.K);
     };
     auto leaf_out = [&](int i) {
       auto& node = core_->leaf(i);
