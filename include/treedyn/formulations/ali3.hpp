@@ -40,8 +40,8 @@
 //   q = [r; p]   position of the centre of mass and Euler parameters      q (7 per body)
 //   qd, qdd      their velocities and accelerations                       qd, qdd
 //   M            diag(m I, 4 G' J' G), singular (Eq. 7)                   mass_matrix()
-//   Q            [f; 2 G' n' - 8 Gd' J' G pd] (Eq. 8)                     body_dynamics()
-//   g            M qdd + Phi_q' lambda + Psi_q' mu - Q (Eqs. 12-13)        g in newton()
+//   Q            [f; 2 G' n' - 8 Gd' J' G pd] (Eq. 8)                     generalized_forces(), quadratic_velocity()
+//   g            M qdd + Phi_q' lambda + Psi_q' mu - Q (Eqs. 12-13)        newton_residual()
 //   M_c, M_cc    M check, M double check (below Eqs. 20 and 23)           mass_c_times (M_check_ with geometric stiffness), K = (h^2/4) M_cc^-1
 //   delta_3      Newton bias (Eq. 27)                                     b of the leaves
 //   theta, xi    velocity and acceleration projection biases (45, 60)     b of the leaves

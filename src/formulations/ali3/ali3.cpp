@@ -214,10 +214,9 @@ class Ali3 final : public Formulation {
   }
 
   // Dynamics ----------------------------------------------------------------------------------
-  /// M v for body i at the iterate (Eq. 7) without forming M: [m v_r; 4 G' J G v_p].
-  Vec7 mass_times(int i, const Vec7& v) const {
+  /// M v for body i (Eq. 7) without forming M: [m v_r; 4 G' J G v_p], with G = G(p) of its iterate.
+  Vec7 mass_times(int i, const Mat34& G, const Vec7& v) const {
     const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
-    const Mat34 G = G_matrix<double>(body(i).q.tail<4>());
     const Vec3 Jw = 4.0 * (model_body.inertia * (G * v.tail<4>()));
     const Vec4 GJw = G.transpose() * Jw;
     Vec7 out;
@@ -225,8 +224,14 @@ class Ali3 final : public Formulation {
     return out;
   }
 
+  /// Eq. 8's quadratic-velocity term as it enters M qdd - Q: 8 Gd' J' G pd, Gd = G(pd).
+  Vec4 quadratic_velocity(int i, const Mat34& G, const Vec4& pd) const {
+    const Vec3 JGpd = 8.0 * (model_.bodies[static_cast<std::size_t>(i)].inertia * (G * pd));
+    return G_matrix<double>(pd).transpose() * JGpd;
+  }
+
   /// The applied loads that couple bodies (springs, forces, actuators), for every body before a
-  /// pass. With gravity alone there is nothing to do: body_dynamics takes each body's weight.
+  /// pass. With gravity alone there is nothing to do: applied_wrench takes each body's weight.
   void evaluate_loads(double t) {
     if (!ctx_.loads.gravity_only()) ctx_.loads.evaluate(t, state_, wrenches_);
   }
@@ -240,10 +245,9 @@ class Ali3 final : public Formulation {
   /// quadratic-velocity term -8 Gd' J' G pd.
   Vec7 generalized_forces(int i) const {
     const BodyData& b = body(i);
-    const Vec4 p = b.q.tail<4>(), pd = b.qd.tail<4>();
-    const Vec3 JGpd = 8.0 * (model_.bodies[static_cast<std::size_t>(i)].inertia * (G_matrix<double>(p) * pd));
+    const Vec4 p = b.q.tail<4>();
     Vec7 Q = in_q(applied_wrench(i), p);
-    Q.tail<4>().noalias() -= G_matrix<double>(pd).transpose() * JGpd;
+    Q.tail<4>() -= quadratic_velocity(i, G_matrix<double>(p), b.qd.tail<4>());
     return Q;
   }
 
@@ -253,16 +257,11 @@ class Ali3 final : public Formulation {
   /// M qdd - Q's rotational part is G' (4 J' G pdd) + Gd' (8 J' G pd).
   Vec7 newton_residual(int i) const {
     const BodyData& b = body(i);
-    const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
-    const Vec4 p = b.q.tail<4>(), pd = b.qd.tail<4>();
+    const Vec4 p = b.q.tail<4>();
     const Mat34 G = G_matrix<double>(p);
     const Vec6 wrench = ctx_.joint_blocks.wrench_on(i, core_->leaf(i).handles, blocks_, lambda_) - applied_wrench(i);
-    const Vec3 JGpdd = 4.0 * (model_body.inertia * (G * b.qdd.tail<4>()));
-    const Vec3 JGpd = 8.0 * (model_body.inertia * (G * pd));
-    Vec7 g = in_q(wrench, p);
-    g.head<3>() += model_body.mass * b.qdd.head<3>();
-    g.tail<4>().noalias() += G.transpose() * JGpdd;
-    g.tail<4>().noalias() += G_matrix<double>(pd).transpose() * JGpd;
+    Vec7 g = mass_times(i, G, b.qdd) + in_q(wrench, p);
+    g.tail<4>() += quadratic_velocity(i, G, b.qd.tail<4>());
     g.tail<4>() += (b.mu + options_.alpha * psi(p)) * p;
     return g;
   }
@@ -283,7 +282,8 @@ class Ali3 final : public Formulation {
   /// M_c v at the tangent's positions (the projections, which do not move q): M v (Eq. 7)
   /// unless geometric stiffness is asked for, when M_c is stored.
   Vec7 mass_c_times(int i, const Vec7& v) const {
-    return options_.geometric_stiffness ? Vec7(M_check_[static_cast<std::size_t>(i)] * v) : mass_times(i, v);
+    return options_.geometric_stiffness ? Vec7(M_check_[static_cast<std::size_t>(i)] * v)
+                                        : mass_times(i, G_matrix<double>(body(i).q.tail<4>()), v);
   }
 
   /// The step's tangent of body i: K = (h^2/4) M_cc^-1, M_cc = M_c + (h^2/4) alpha Psi_q' Psi_q
