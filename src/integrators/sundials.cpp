@@ -8,9 +8,11 @@
 #include <sunnonlinsol/sunnonlinsol_fixedpoint.h>
 
 #include <exception>
+#include <sstream>
 
 #include "integrators_internal.hpp"
 #include "treedyn/errors.hpp"
+#include "treedyn/linalg.hpp"
 
 namespace treedyn {
 namespace {
@@ -46,7 +48,12 @@ class SundialsBase : public Integrator {
       Map out(NV_DATA_S(ydot), NV_LENGTH_S(ydot));
       self->sys_.rhs(t, ConstMap(NV_DATA_S(y), NV_LENGTH_S(y)), out);
       ++self->stats_.rhs_evaluations;
-      return out.allFinite() ? 0 : 1;  // non-finite: recoverable, the integrator shortens the step
+      if (out.allFinite()) return 0;
+      std::ostringstream where;
+      where << "; the right-hand side was last non-finite at t = " << t << ", first the rate of "
+            << self->sys_.describe(static_cast<int>(first_non_finite(out)));
+      self->non_finite_ = where.str();
+      return 1;  // recoverable: the integrator shortens the step
     } catch (...) {
       self->pending_ = std::current_exception();
       return -1;
@@ -81,7 +88,7 @@ class SundialsBase : public Integrator {
       std::rethrow_exception(e);
     }
     throw SimulationError(t, name_ + " failed (" + flag_name + ", flag " + std::to_string(flag) + ")" +
-                                 (last_error_.empty() ? "" : ": " + last_error_));
+                                 (last_error_.empty() ? "" : ": " + last_error_) + non_finite_);
   }
 
   void load(const Eigen::VectorXd& y) { Map(NV_DATA_S(y_), NV_LENGTH_S(y_)) = y; }
@@ -101,6 +108,7 @@ class SundialsBase : public Integrator {
   N_Vector y_ = nullptr;
   std::exception_ptr pending_;
   std::string last_error_;
+  std::string non_finite_;  // where the last non-finite right-hand side was, for fail()
   long steps_before_ = 0, fails_before_ = 0;  // the solver's counters at the last advance()
 };
 
@@ -131,6 +139,7 @@ class ArkodeErk final : public SundialsBase {
 
   void advance(double t_out, Eigen::VectorXd& y) override {
     double t = 0.0;
+    non_finite_.clear();  // a failure reports this output interval's non-finite values only
     const int flag = ERKStepEvolve(mem_, t_out, y_, &t, ARK_NORMAL);
     if (flag < 0) fail(t, flag, ERKStepGetReturnFlagName(flag));
     long steps = 0, fails = 0;
@@ -188,6 +197,7 @@ class Cvode final : public SundialsBase {
 
   void advance(double t_out, Eigen::VectorXd& y) override {
     double t = 0.0;
+    non_finite_.clear();  // a failure reports this output interval's non-finite values only
     const int flag = CVode(mem_, t_out, y_, &t, CV_NORMAL);
     if (flag < 0) fail(t, flag, CVodeGetReturnFlagName(flag));
     long steps = 0, fails = 0;

@@ -192,19 +192,33 @@ TEST(AdaptiveIntegrators, UseTheSystemsErrorWeights) {
   }
 }
 
+// An oscillator whose acceleration is NaN after t = 0.5, whatever the state.
+struct Exploding : Oscillator {
+  void rhs(double t, const Eigen::Ref<const Eigen::VectorXd>& y, Eigen::Ref<Eigen::VectorXd> ydot) override {
+    Oscillator::rhs(t, y, ydot);
+    if (t > 0.5) ydot(1) = std::numeric_limits<double>::quiet_NaN();
+  }
+  std::string describe(int index) const override { return index == 1 ? "the velocity" : "the position"; }
+};
+
 // A fixed-step run whose state turns non-finite says where first, in the system's own words.
 TEST(FixedStepIntegrators, NonFiniteStateNamesTheFirstEntry) {
-  struct Exploding : Oscillator {
-    void rhs(double t, const Eigen::Ref<const Eigen::VectorXd>& y, Eigen::Ref<Eigen::VectorXd> ydot) override {
-      Oscillator::rhs(t, y, ydot);
-      if (t > 0.5) ydot(1) = std::numeric_limits<double>::quiet_NaN();
-    }
-    std::string describe(int index) const override { return index == 1 ? "the velocity" : "the position"; }
-  };
   for (const char* method : {"euler", "rk4"}) {
     Exploding sys;
     const auto [time, message] = failure_of(method, sys);
     EXPECT_GT(time, 0.5) << method;
     EXPECT_NE(message.find("non-finite, first the velocity"), std::string::npos) << method << ": " << message;
+  }
+}
+
+// SUNDIALS takes a non-finite right-hand side as a recoverable error and shortens the step until
+// it gives up; its message then also says when the rates were last non-finite and where first.
+TEST(AdaptiveIntegrators, NonFiniteRatesNameTheFirstEntry) {
+  for (const char* method : {"dopri5", "bs23", "adams", "bdf"}) {
+    Exploding sys;
+    const auto [time, message] = failure_of(method, sys);
+    EXPECT_GT(time, 0.4) << method;
+    EXPECT_NE(message.find("last non-finite at t = 0.5"), std::string::npos) << method << ": " << message;
+    EXPECT_NE(message.find("first the rate of the velocity"), std::string::npos) << method << ": " << message;
   }
 }
