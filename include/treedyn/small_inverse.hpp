@@ -43,14 +43,12 @@ bool adjugate_inverse(const T* A, T* Ainv, T tiny = T(0)) {
 /// singular or nearly so).
 template <class T>
 bool ldup_inverse(int n, const T* A, T* Ainv, T tiny = T(0)) {
-  T a[kMaxLdupSize][kMaxLdupSize], L[kMaxLdupSize][kMaxLdupSize], c[kMaxLdupSize];
+  // Zero-initialised beyond n x n too: GCC cannot see that only the first n rows and columns are read.
+  T a[kMaxLdupSize][kMaxLdupSize] = {}, L[kMaxLdupSize][kMaxLdupSize] = {}, c[kMaxLdupSize] = {};
   int perm[kMaxLdupSize];
   for (int i = 0; i < n; ++i) {
     perm[i] = i;
-    for (int j = 0; j < n; ++j) {
-      a[i][j] = A[i * n + j];
-      L[i][j] = T(0);
-    }
+    for (int j = 0; j < n; ++j) a[i][j] = A[i * n + j];
   }
   using std::abs;
   // Gaussian elimination with partial pivoting (Eqs. 60-69).

@@ -114,8 +114,9 @@ TEST(JointSpace, MotionAndConstraintSubspacesAreOrthonormalComplements) {
   js.forward_kinematics(random_coordinates(js, rng), random_vector(js.nv(), rng), s, motion);
   for (const JointMotion& jm : motion) {
     EXPECT_EQ(jm.H.cols() + jm.D.cols(), 6);
-    EXPECT_LT((jm.H.transpose() * jm.H - Eigen::MatrixXd::Identity(jm.H.cols(), jm.H.cols())).norm(), 1e-14);
-    EXPECT_LT((jm.D.transpose() * jm.D - Eigen::MatrixXd::Identity(jm.D.cols(), jm.D.cols())).norm(), 1e-14);
+    const Eigen::MatrixXd HtH = jm.H.transpose() * jm.H, DtD = jm.D.transpose() * jm.D;
+    EXPECT_LT((HtH - Eigen::MatrixXd::Identity(HtH.rows(), HtH.cols())).norm(), 1e-14);
+    EXPECT_LT((DtD - Eigen::MatrixXd::Identity(DtD.rows(), DtD.cols())).norm(), 1e-14);
     EXPECT_LT((jm.D.transpose() * jm.H).norm(), 1e-14);  // paper 001, Eq. (11)
   }
 }

@@ -33,24 +33,30 @@ struct Geometry<S, 6> {
     Mat3T<S> J_inverse = Mat3T<S>::Zero();
   };
 
+  // (Halves are assigned as fixed-size blocks: a comma initializer's dynamic-size blocks make GCC 12
+  // warn, wrongly, of SIMD loads past a float 3-vector's end.)
   static Vec shift_load(const Vec& L, const Point& d) {
     Vec out;
-    out << L.template head<3>(), L.template tail<3>() + d.cross(L.template head<3>());
+    out.template head<3>() = L.template head<3>();
+    out.template tail<3>() = L.template tail<3>() + d.cross(L.template head<3>());
     return out;
   }
   static Vec shift_twist(const Vec& V, const Point& d) {
     Vec out;
-    out << V.template head<3>() + V.template tail<3>().cross(d), V.template tail<3>();
+    out.template head<3>() = point_velocity(V, d);
+    out.template tail<3>() = V.template tail<3>();
     return out;
   }
   static Vec shift_rate(const Point& ldot, const Vec& L) {
     Vec out;
-    out << Point::Zero(), ldot.cross(L.template head<3>());
+    out.template head<3>().setZero();
+    out.template tail<3>() = ldot.cross(L.template head<3>());
     return out;
   }
   static Vec apply(const InverseInertia& Mi, const Vec& P) {
     Vec out;
-    out << Mi.inverse_mass * P.template head<3>(), Mi.J_inverse * P.template tail<3>();
+    out.template head<3>() = Mi.inverse_mass * P.template head<3>();
+    out.template tail<3>() = Mi.J_inverse * P.template tail<3>();
     return out;
   }
   /// Linear velocity of the point at d from a body's centre of mass.
