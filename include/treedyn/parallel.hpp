@@ -126,6 +126,8 @@ class Parallel {
   /// as joint rows), assemble(leaf_up, inner_up), root() on one thread, then
   /// disassemble(inner_down, leaf_down). The phases are separated by barriers; the region is
   /// forked and joined once instead of three times (a fork and join costs two to four barriers).
+  /// The levels too small to share at the top of the tree run on the root's thread, up, root and
+  /// down in one `single` (with two threads: the root's level, so two barriers fewer per pass).
   template <class Before, class LeafUp, class InnerUp, class Root, class InnerDown, class LeafDown>
   void pass(const AssemblyTree& tree, int count, Before&& before, LeafUp&& leaf_up, InnerUp&& inner_up, Root&& root,
             InnerDown&& inner_down, LeafDown&& leaf_down) const {
@@ -138,14 +140,22 @@ class Parallel {
     }
     pin();
     RegionErrors errors;
+    const auto& upper = tree.upper_levels();
+    const std::size_t top = serial_top(upper);
 #pragma omp parallel num_threads(threads_)
     {
 #pragma omp for schedule(static)
       for (int i = 0; i < count; ++i) errors.run([&] { before(i); });
-      up(tree, leaf_up, inner_up, errors, false);
+      up(tree, leaf_up, inner_up, errors, false, top);
 #pragma omp single
-      errors.run(root);
-      down(tree, inner_down, leaf_down, errors);
+      {  // the small levels at the top, the root and back down: one thread, one barrier
+        for (std::size_t l = top; l < upper.size(); ++l)
+          for (int id : upper[l]) errors.run([&] { inner_up(id); });
+        errors.run(root);
+        for (std::size_t l = upper.size(); l-- > top;)
+          for (int id : upper[l]) errors.run([&] { inner_down(id); });
+      }
+      down(tree, inner_down, leaf_down, errors, top);
     }
     errors.rethrow();
   }
@@ -171,30 +181,42 @@ class Parallel {
 
   bool serial(const AssemblyTree& tree) const { return threads_ == 1 || tree.nodes().size() < kMinParallelTreeNodes; }
 
+  /// The first of the upper levels from which on every level is too small to share among threads
+  /// (upper.size() if the root's level is not): pass() runs them, the root and back in one
+  /// `single`, which saves two barriers per level.
+  std::size_t serial_top(const std::vector<std::vector<int>>& upper) const {
+    std::size_t top = upper.size();
+    while (top > 0 && static_cast<int>(upper[top - 1].size()) < min_parallel_nodes_) --top;
+    return top;
+  }
+
   /// The assembly's work of one thread inside a parallel region: its share of the subtrees, then
-  /// the upper levels. The last level ends at a barrier unless `last_in_region` (the region's own
-  /// end waits for it).
+  /// the upper levels below `end`. The last level ends at a barrier unless `last_in_region` (the
+  /// region's own end waits for it).
   template <class Leaf, class Inner>
-  void up(const AssemblyTree& tree, Leaf& leaf, Inner& inner, RegionErrors& errors, bool last_in_region) const {
+  void up(const AssemblyTree& tree, Leaf& leaf, Inner& inner, RegionErrors& errors, bool last_in_region,
+          std::size_t end = static_cast<std::size_t>(-1)) const {
     const auto& subtrees = tree.subtrees();
     const auto& upper = tree.upper_levels();
+    end = std::min(end, upper.size());
     auto guarded_inner = [&](int id) { errors.run([&] { inner(id); }); };
 #pragma omp for schedule(static)
     for (int k = 0; k < static_cast<int>(subtrees.size()); ++k)
       for (int id : subtrees[static_cast<std::size_t>(k)])
         errors.run([&] { tree.node(id).is_leaf() ? leaf(id) : inner(id); });
-    for (std::size_t l = 0; l < upper.size(); ++l)
-      run_level(upper[l], guarded_inner, last_in_region && l + 1 == upper.size());
+    for (std::size_t l = 0; l < end; ++l) run_level(upper[l], guarded_inner, last_in_region && l + 1 == end);
   }
 
-  /// The disassembly's work of one thread inside a parallel region: the upper levels, then its
-  /// share of the subtrees, without a final barrier (the region's end is one).
+  /// The disassembly's work of one thread inside a parallel region: the upper levels below `end`,
+  /// then its share of the subtrees, without a final barrier (the region's end is one).
   template <class Inner, class Leaf>
-  void down(const AssemblyTree& tree, Inner& inner, Leaf& leaf, RegionErrors& errors) const {
+  void down(const AssemblyTree& tree, Inner& inner, Leaf& leaf, RegionErrors& errors,
+            std::size_t end = static_cast<std::size_t>(-1)) const {
     const auto& subtrees = tree.subtrees();
     const auto& upper = tree.upper_levels();
+    end = std::min(end, upper.size());
     auto guarded_inner = [&](int id) { errors.run([&] { inner(id); }); };
-    for (auto level = upper.rbegin(); level != upper.rend(); ++level) run_level(*level, guarded_inner, false);
+    for (std::size_t l = end; l-- > 0;) run_level(upper[l], guarded_inner, false);
 #pragma omp for schedule(static) nowait
     for (int k = 0; k < static_cast<int>(subtrees.size()); ++k) {
       const auto& s = subtrees[static_cast<std::size_t>(k)];

@@ -129,11 +129,14 @@ TEST(Parallel, AnExceptionInsideAParallelRegionReachesTheCaller) {
 }
 
 // pass(): every before(i) ahead of every node, children before parents on the way up, the root's
-// work after the whole assembly, parents before children on the way down, each exactly once.
+// work after the whole assembly, parents before children on the way down, each exactly once;
+// whether the upper levels are shared among threads (min_nodes 1), partly run with the root
+// (4: with three threads, levels of 8 and 4 nodes shared, 2 and 1 not) or all run with it (1000).
 TEST(Parallel, PassRunsItsPhasesInOrder) {
   const Model m = make_chain(Parallel::kMinParallelBodies * 3, JointType::Spherical);
   const Topology topology(m);
-  for (int threads : {1, 2, 3}) {
+  for (int threads : {1, 2, 3})
+  for (int min_nodes : {1, 4, 1000}) {
     const AssemblyTree tree(m, topology, threads);
     const std::size_t n = tree.nodes().size();
     std::vector<std::atomic<int>> before(static_cast<std::size_t>(m.body_count())), up(n), down(n);
@@ -152,15 +155,16 @@ TEST(Parallel, PassRunsItsPhasesInOrder) {
       if (roots != 1 || (id != tree.root() && down[static_cast<std::size_t>(tree.node(id).parent)] != 1)) ++violations;
       down[static_cast<std::size_t>(id)]++;
     };
-    Parallel(threads, 1).pass(
+    Parallel(threads, min_nodes).pass(
         tree, m.body_count(), [&](int i) { before[static_cast<std::size_t>(i)]++; }, on_up, on_up,
         [&] {
           if (up[static_cast<std::size_t>(tree.root())] != 1) ++violations;
           roots++;
         },
         on_down, on_down);
-    EXPECT_EQ(violations, 0) << threads;
-    EXPECT_EQ(roots, 1) << threads;
-    for (std::size_t id = 0; id < n; ++id) EXPECT_TRUE(up[id] == 1 && down[id] == 1) << threads << " threads, node " << id;
+    EXPECT_EQ(violations, 0) << threads << " threads, min_nodes " << min_nodes;
+    EXPECT_EQ(roots, 1) << threads << " threads, min_nodes " << min_nodes;
+    for (std::size_t id = 0; id < n; ++id)
+      EXPECT_TRUE(up[id] == 1 && down[id] == 1) << threads << " threads, min_nodes " << min_nodes << ", node " << id;
   }
 }
