@@ -1,5 +1,5 @@
 # The two commands of the README:
-#   make run   installs what is missing, builds (Release), simulates the default model
+#   make run   installs what is missing, builds (Release), simulates the default model and plots it
 #   make test  installs what is missing, builds, runs every test with ctest
 BUILD    ?= build
 JOBS     ?= $(shell nproc)
@@ -22,7 +22,7 @@ build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
 run: build
-	$(BUILD)/treedyn simulate $(MODEL) --output $(OUTPUT)
+	$(BUILD)/treedyn simulate $(MODEL) --output $(OUTPUT) --plot
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -11,6 +11,7 @@ packages=(
   libcli11-dev           # command-line parsing and --help
   libgtest-dev           # tests (GoogleTest + CTest)
   libbenchmark-dev       # Google Benchmark (bench/)
+  gnuplot-nox            # `treedyn plot`, `simulate --plot`: SVG plots of a run
 )
 
 missing=()

@@ -15,6 +15,7 @@
 #include "treedyn/integrators.hpp"
 #include "treedyn/model_json.hpp"
 #include "treedyn/parallel.hpp"
+#include "treedyn/plot.hpp"
 #include "treedyn/projection.hpp"
 #include "treedyn/result_writer.hpp"
 #include "treedyn/simulation.hpp"
@@ -59,7 +60,7 @@ struct SimulateArgs {
   std::string model_path, output, formulation, integrator;
   double t_end = NAN, dt = NAN, rtol = NAN, atol = NAN, tolerance = 1e-6;
   int threads = 1, sample_every = 1;
-  bool assemble = false, quiet = false, profile = false;
+  bool assemble = false, quiet = false, profile = false, plot = false;
   std::vector<double> baumgarte;  // dca: alpha, beta
   bool planar = false;            // hdca: paper 004's planar form
   std::string precision = "double", inverse = "cholesky", error_control = "velocities";  // hdca
@@ -100,6 +101,18 @@ Model load_consistent_model(const std::string& path, bool assemble, double toler
   Model fixed = assemble_initial_state(model, assembly);
   if (!quiet) std::cout << assembly.summary(fixed);
   return fixed;
+}
+
+/// Writes <dir>/plots.gp and draws it with gnuplot.
+int plot(const std::string& dir, bool quiet) {
+  const std::vector<std::string> files = write_plot_script(dir);
+  run_plot_script(dir);
+  if (!quiet) {
+    std::printf("  plots: %s/{", dir.c_str());
+    for (std::size_t i = 0; i < files.size(); ++i) std::printf("%s%s", i ? ", " : "", files[i].c_str());
+    std::printf("} (gnuplot script plots.gp)\n");
+  }
+  return 0;
 }
 
 int simulate(const SimulateArgs& a) {
@@ -157,12 +170,18 @@ int simulate(const SimulateArgs& a) {
     std::printf("  results: %s/{trajectory.csv, metrics.csv, summary.json}\n", out_dir.c_str());
   }
   if (a.profile) print_profile(r);
-  if (!r.ok()) {
+  if (!r.ok())
     std::cerr << "treedyn: simulation failed: " << r.message << "\n"
               << "  results up to the failure are in " << out_dir << "\n";
-    return 2;
+  if (a.plot) {  // after a failure too: the results up to it
+    try {
+      plot(out_dir, a.quiet);
+    } catch (const std::exception& e) {
+      std::cerr << "treedyn: " << e.what() << "\n";
+      return r.ok() ? 1 : 2;
+    }
   }
-  return 0;
+  return r.ok() ? 0 : 2;
 }
 
 /// Options `compare` and `bench scaling` share.
@@ -317,6 +336,7 @@ int main(int argc, char** argv) {
   s->add_option("--consistency-tol", sim.tolerance, "largest initial constraint violation accepted")->capture_default_str();
   s->add_flag("--quiet,-q", sim.quiet, "print nothing but errors");
   s->add_flag("--profile", sim.profile, "print the time split per stage of the formulation");
+  s->add_flag("--plot", sim.plot, "draw the results as SVG with gnuplot (as `treedyn plot` does)");
   s->add_option("--baumgarte", sim.baumgarte,
                 "dca: Baumgarte stabilisation of loop-closing joints, alpha,beta (default 0,0: none, as in paper 001)")
       ->delimiter(',')
@@ -374,6 +394,14 @@ int main(int argc, char** argv) {
   g->add_option("--seed", seed, "spinning-bars: seed of the random spin rates")->capture_default_str();
   g->add_option("--output,-o", gen_out, "model file to write")->required();
 
+  std::string plot_dir;
+  auto* p = app.add_subcommand("plot",
+                               "draw a run's results (energy, energy drift, constraint errors, the last body's position) "
+                               "as SVG with gnuplot; the script plots.gp is kept in the directory");
+  p->add_option("results", plot_dir, "results directory of a run (holding metrics.csv and trajectory.csv)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+
   std::string asm_path, asm_out;
   auto* as = app.add_subcommand("assemble", "project a model's initial state onto its constraints and write it");
   as->add_option("model", asm_path, "model file (JSON)")->required()->check(CLI::ExistingFile);
@@ -417,6 +445,7 @@ int main(int argc, char** argv) {
     if (*c) return compare(cmp_path, cmp, cmp_t_end, cmp_threads, cmp_assemble, cmp_quiet);
     if (*bs) return bench_scaling(sc, sc_options, sc_joint, sc_bodies, sc_quiet);
     if (*i) return info(info_path);
+    if (*p) return plot(plot_dir, false);
     if (*g) {
       if (family == "chain") {
         write_model_file(make_chain(bodies, *joint_type_from_string(joint)), gen_out);

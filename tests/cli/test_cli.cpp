@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 
 #include "support.hpp"
@@ -130,4 +131,71 @@ TEST(Cli, BenchScalingWritesItsTableAndRefusesABadRange) {
   const auto bad = run("bench scaling --bodies 2..x -o " + dir);
   EXPECT_EQ(bad.status, 1);
   EXPECT_NE(bad.text.find("expected N or MIN..MAX"), std::string::npos) << bad.text;
+}
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// gnuplot's 1-based index of a column of a CSV file's header, found here independently of the
+/// plot code.
+int column_of(const std::string& csv, const std::string& name) {
+  const std::string text = read_file(csv);
+  std::istringstream header(text.substr(0, text.find('\n')));
+  int index = 1;
+  for (std::string column; std::getline(header, column, ','); ++index)
+    if (column == name) return index;
+  return -1;
+}
+
+}  // namespace
+
+// `simulate --plot` draws the energies, the drift, the constraint errors and the last body's
+// position as SVG, from the columns of those names.
+TEST(Cli, SimulatePlotDrawsTheRunAsSvg) {
+  const std::string dir = temp("plot_fb");
+  const auto out = run("simulate " + treedyn::test::model_path("four_bar") + " --t-end 0.5 --plot -o " + dir);
+  ASSERT_EQ(out.status, 0) << out.text;
+  EXPECT_NE(out.text.find("plots: " + dir + "/{energy.svg, energy_drift.svg, constraints.svg, C.svg}"), std::string::npos)
+      << out.text;
+  for (const char* f : {"energy.svg", "energy_drift.svg", "constraints.svg", "C.svg"}) {
+    const std::string svg = read_file(dir + "/" + f);
+    EXPECT_NE(svg.find("<svg"), std::string::npos) << f;
+    EXPECT_NE(svg.find("<path"), std::string::npos) << f << " has no curve";
+  }
+  const std::string script = read_file(dir + "/plots.gp");
+  const std::string metrics = dir + "/metrics.csv", trajectory = dir + "/trajectory.csv";
+  EXPECT_NE(script.find("using 1:" + std::to_string(column_of(metrics, "total")) + " with lines title 'total'"),
+            std::string::npos) << script;
+  EXPECT_NE(script.find("using 1:" + std::to_string(column_of(metrics, "energy_drift")) + " with lines title 'energy drift'"),
+            std::string::npos) << script;
+  const int velocity = column_of(metrics, "velocity_error");
+  EXPECT_NE(script.find("($" + std::to_string(velocity) + " > 1e-18 ? $" + std::to_string(velocity)), std::string::npos)
+      << script;
+  EXPECT_NE(script.find("using 1:" + std::to_string(column_of(trajectory, "C.y")) + " with lines title 'y'"),
+            std::string::npos) << script;
+}
+
+// A diverging run keeps its results up to the failure, and --plot still draws them.
+TEST(Cli, SimulatePlotDrawsAFailedRunUpToTheFailure) {
+  ASSERT_EQ(run("generate chain -n 16 -o " + temp("chain16.json")).status, 0);
+  const std::string dir = temp("plot_failed");
+  const auto out = run("simulate " + temp("chain16.json") + " -f ali3 --dt 0.1 --alpha 100 --t-end 5 --plot -o " + dir);
+  EXPECT_EQ(out.status, 2) << out.text;
+  EXPECT_NE(out.text.find("simulation failed"), std::string::npos) << out.text;
+  EXPECT_NE(read_file(dir + "/energy.svg").find("<path"), std::string::npos);
+}
+
+// `plot` on a directory whose files lack a column names the file and the column.
+TEST(Cli, PlotNamesAMissingColumn) {
+  const std::string dir = temp("plot_bad");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/metrics.csv") << "t,kinetic,potential,total\n0,1,2,3\n";
+  std::ofstream(dir + "/trajectory.csv") << "t,b.x,b.y,b.z\n0,0,0,0\n";
+  const auto out = run("plot " + dir);
+  EXPECT_EQ(out.status, 1) << out.text;
+  EXPECT_NE(out.text.find("metrics.csv has no column 'energy_drift'"), std::string::npos) << out.text;
 }
