@@ -7,6 +7,10 @@
 //                     non-conservative loads (metrics.csv's energy_drift)
 //   constraints.svg   the largest position, velocity and acceleration constraint errors, log scale
 //   <body>.svg        the last body's centre-of-mass position (for a chain: its tip)
+// In a `treedyn compare` directory (one holding compare.csv) the plots overlay the formulations
+// instead: deviation.svg (each body position's largest deviation from the reference run, from
+// deviation.csv), energy_drift.svg (its magnitude) and position_error.svg, velocity_error.svg,
+// acceleration_error.svg, all on log scales.
 // The script is kept, so that a user can edit it and redraw with `gnuplot plots.gp` in the
 // directory. run_plot_script() runs gnuplot on it.
 #pragma once
@@ -17,8 +21,8 @@
 namespace treedyn {
 
 /// Writes <dir>/plots.gp and returns the names of the SVG files it draws. Throws
-/// std::runtime_error naming the file and the column when metrics.csv or trajectory.csv is
-/// missing or lacks a column the plots need.
+/// std::runtime_error naming the file and the column when a CSV file is missing or lacks a
+/// column the plots need.
 std::vector<std::string> write_plot_script(const std::string& dir);
 
 /// Runs gnuplot on <dir>/plots.gp in <dir>. Throws std::runtime_error when gnuplot is not

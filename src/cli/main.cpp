@@ -224,7 +224,8 @@ void write_text(const std::string& path, const std::string& text) {
   if (!(out << text)) throw std::runtime_error("cannot write " + path);
 }
 
-int compare(const std::string& path, const CompareArgs& a, double t_end, int threads, bool assemble, bool quiet) {
+int compare(const std::string& path, const CompareArgs& a, double t_end, int threads, bool assemble, bool quiet,
+            bool plots) {
   const Model model = load_consistent_model(path, assemble, 1e-6, quiet);
   CompareOptions options = a.options();
   if (!std::isnan(t_end)) options.t_end = t_end;
@@ -240,7 +241,7 @@ int compare(const std::string& path, const CompareArgs& a, double t_end, int thr
   write_text(dir + "/deviation.csv", compare_deviation_csv(report));
   if (!quiet) std::printf("\n%s\nwrote %s/{compare.csv, compare.md, deviation.csv} and one folder of results per formulation\n",
                           compare_markdown(report).c_str(), dir.c_str());
-  return 0;
+  return plots ? plot(dir, quiet) : 0;
 }
 
 /// "2..1024" (or "64") into [min, max].
@@ -397,8 +398,10 @@ int main(int argc, char** argv) {
   std::string plot_dir;
   auto* p = app.add_subcommand("plot",
                                "draw a run's results (energy, energy drift, constraint errors, the last body's position) "
-                               "as SVG with gnuplot; the script plots.gp is kept in the directory");
-  p->add_option("results", plot_dir, "results directory of a run (holding metrics.csv and trajectory.csv)")
+                               "or a comparison's (every formulation overlaid) as SVG with gnuplot; the script plots.gp "
+                               "is kept in the directory");
+  p->add_option("results", plot_dir,
+                "results directory of a run (metrics.csv, trajectory.csv) or of `treedyn compare` (compare.csv)")
       ->required()
       ->check(CLI::ExistingDirectory);
 
@@ -411,7 +414,7 @@ int main(int argc, char** argv) {
   CompareArgs cmp;
   double cmp_t_end = NAN;
   int cmp_threads = 1;
-  bool cmp_assemble = false, cmp_quiet = false;
+  bool cmp_assemble = false, cmp_quiet = false, cmp_plot = false;
   auto* c = app.add_subcommand("compare", "run one model under several formulations and tabulate accuracy, cost and constraint errors side by side");
   c->add_option("model", cmp_path, "model file (JSON)")->required()->check(CLI::ExistingFile);
   add_compare_options(c, cmp);
@@ -420,6 +423,7 @@ int main(int argc, char** argv) {
   c->add_option("--output,-o", cmp.output, "output directory (default: results/<model name>/compare)");
   c->add_flag("--assemble", cmp_assemble, "project an inconsistent initial state onto the constraints");
   c->add_flag("--quiet,-q", cmp_quiet, "print nothing but errors");
+  c->add_flag("--plot", cmp_plot, "overlay the formulations' deviations, energy drifts and constraint errors as SVG (gnuplot)");
 
   CompareArgs sc;
   ScalingOptions sc_options;
@@ -442,7 +446,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (*s) return simulate(sim);
-    if (*c) return compare(cmp_path, cmp, cmp_t_end, cmp_threads, cmp_assemble, cmp_quiet);
+    if (*c) return compare(cmp_path, cmp, cmp_t_end, cmp_threads, cmp_assemble, cmp_quiet, cmp_plot);
     if (*bs) return bench_scaling(sc, sc_options, sc_joint, sc_bodies, sc_quiet);
     if (*i) return info(info_path);
     if (*p) return plot(plot_dir, false);

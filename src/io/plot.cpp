@@ -1,6 +1,7 @@
 // Plots of a run's results through a gnuplot script (include/treedyn/plot.hpp).
 #include "treedyn/plot.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -30,6 +31,8 @@ class Columns {
     for (std::string name; std::getline(names, name, ',');) names_.push_back(name);
   }
 
+  bool has(const std::string& name) const { return std::find(names_.begin(), names_.end(), name) != names_.end(); }
+
   /// gnuplot's 1-based index of the column `name`.
   int operator[](const std::string& name) const {
     for (std::size_t i = 0; i < names_.size(); ++i)
@@ -49,13 +52,18 @@ class Columns {
   std::vector<std::string> names_;
 };
 
+/// A string field of a run's summary.json, or "" without one.
+std::string summary_field(const fs::path& run_dir, const char* field) {
+  std::ifstream in(run_dir / "summary.json");
+  const nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
+  return summary.is_object() && summary.contains(field) && summary[field].is_string() ? summary[field].get<std::string>()
+                                                                                      : "";
+}
+
 /// "<model> with <formulation>" from summary.json, or the directory's name without one.
 std::string run_title(const fs::path& dir) {
-  std::ifstream in(dir / "summary.json");
-  const nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
-  if (summary.is_object() && summary.contains("model") && summary.contains("formulation"))
-    return summary["model"].get<std::string>() + " with " + summary["formulation"].get<std::string>();
-  return fs::absolute(dir).filename().string();
+  const std::string model = summary_field(dir, "model"), formulation = summary_field(dir, "formulation");
+  return !model.empty() && !formulation.empty() ? model + " with " + formulation : fs::absolute(dir).filename().string();
 }
 
 /// A plot's opening lines: its file, title and y axis.
@@ -83,22 +91,103 @@ std::string file_safe(std::string s) {
   return s;
 }
 
-}  // namespace
+/// The script's opening lines: its comment, the CSV format, the SVG terminal, the time axis.
+void open_script(std::ostream& gp, const std::string& what) {
+  gp << "# Plots of " << what << "; redraw with `gnuplot plots.gp` in this directory.\n"
+     << "set datafile separator ','\n"
+     << "set terminal svg size 900,500 dynamic noenhanced font 'sans,11'\n"
+     << "set grid\nset key outside right\nset xlabel 't [s]'\n";
+}
 
-std::vector<std::string> write_plot_script(const std::string& dir_name) {
-  const fs::path dir(dir_name);
+/// Column `column` of a CSV file as a curve on a log scale: |value|, floored at kErrorFloor.
+std::string log_curve(const std::string& csv, int column, const std::string& title) {
+  const std::string c = std::to_string(column);
+  return "'" + csv + "' skip 1 using 1:(abs($" + c + ") > " + kErrorFloor + " ? abs($" + c + ") : " + kErrorFloor +
+         ") with lines title '" + title + "'";
+}
+
+void set_log_scale(std::ostream& gp) { gp << "set logscale y\nset format y '%.0e'\n"; }
+void unset_log_scale(std::ostream& gp) { gp << "unset logscale y\nset format y '% h'\n"; }
+
+std::ofstream open_file(const fs::path& file) {
+  std::ofstream out(file);
+  if (!out) throw std::runtime_error("plot: cannot write " + file.string());
+  return out;
+}
+
+void close_file(std::ofstream& gp, const fs::path& file) {
+  gp << "\nset output\n";
+  if (!gp.flush()) throw std::runtime_error("plot: cannot write " + file.string());
+}
+
+/// The formulations of a `treedyn compare` directory, in compare.csv's order, that have results.
+std::vector<std::string> compared_formulations(const fs::path& dir) {
+  std::ifstream in(dir / "compare.csv");
+  std::vector<std::string> names;
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    const std::string name = line.substr(0, line.find(','));
+    if (fs::exists(dir / name / "metrics.csv")) names.push_back(name);
+  }
+  if (names.empty()) throw std::runtime_error("plot: no formulation in " + (dir / "compare.csv").string() + " has results");
+  return names;
+}
+
+/// `treedyn compare`'s directory: every formulation on one plot per quantity.
+std::vector<std::string> write_compare_script(const fs::path& dir) {
+  const std::vector<std::string> names = compared_formulations(dir);
+  std::string model = quoted_safe(summary_field(dir / names.front(), "model"));
+  if (model.empty()) model = fs::absolute(dir).filename().string();
+  const fs::path file = dir / "plots.gp";
+  std::ofstream gp = open_file(file);
+  open_script(gp, "treedyn compare's runs in this directory");
+  std::vector<std::string> files;
+  auto overlay = [&](const std::string& out, const std::string& title, const std::string& ylabel,
+                     const std::string& column) {
+    open_plot(gp, out, title, ylabel);
+    set_log_scale(gp);
+    const char* separator = "plot ";
+    for (const std::string& name : names) {
+      gp << separator << log_curve(name + "/metrics.csv", Columns(dir / name / "metrics.csv")[column], quoted_safe(name));
+      separator = ", \\\n     ";
+    }
+    gp << "\n";
+    unset_log_scale(gp);
+    files.push_back(out);
+  };
+  if (fs::exists(dir / "deviation.csv")) {
+    const Columns deviation(dir / "deviation.csv");
+    open_plot(gp, "deviation.svg", model + ": largest body position deviation from reference", "deviation [m]");
+    set_log_scale(gp);
+    const char* separator = "plot ";
+    for (const std::string& name : names)
+      if (deviation.has(name)) {  // every formulation but the reference, if it ran
+        gp << separator << log_curve("deviation.csv", deviation[name], quoted_safe(name));
+        separator = ", \\\n     ";
+      }
+    gp << "\n";
+    unset_log_scale(gp);
+    files.push_back("deviation.svg");
+  }
+  overlay("energy_drift.svg", model + ": |energy drift|", "|drift| [J]", "energy_drift");
+  for (const char* level : {"position", "velocity", "acceleration"})
+    overlay(std::string(level) + "_error.svg", model + ": largest " + level + " constraint error", "error",
+            std::string(level) + "_error");
+  close_file(gp, file);
+  return files;
+}
+
+/// One run's directory.
+std::vector<std::string> write_run_script(const fs::path& dir) {
   const Columns metrics(dir / "metrics.csv");
   const Columns trajectory(dir / "trajectory.csv");
   const std::string title = quoted_safe(run_title(dir));
   const std::string body = trajectory.last_body();
   const std::string body_file = file_safe(body) + ".svg";
-
-  std::ofstream gp(dir / "plots.gp");
-  if (!gp) throw std::runtime_error("plot: cannot write " + (dir / "plots.gp").string());
-  gp << "# Plots of the treedyn run in this directory (" << title << "); redraw with `gnuplot plots.gp` here.\n"
-     << "set datafile separator ','\n"
-     << "set terminal svg size 900,500 dynamic noenhanced font 'sans,11'\n"
-     << "set grid\nset key outside right\nset xlabel 't [s]'\n";
+  const fs::path file = dir / "plots.gp";
+  std::ofstream gp = open_file(file);
+  open_script(gp, "the treedyn run in this directory (" + title + ")");
 
   open_plot(gp, "energy.svg", title + ": energy", "energy [J]");
   gp << "plot " << curve("metrics.csv", metrics["kinetic"], "kinetic") << ", \\\n     "
@@ -111,23 +200,27 @@ std::vector<std::string> write_plot_script(const std::string& dir_name) {
 
   open_plot(gp, "constraints.svg", title + ": largest constraint errors (below " + kErrorFloor + " drawn at it)",
             "error");
-  gp << "set logscale y\nset format y '%.0e'\nplot";
-  const char* separator = " ";
+  set_log_scale(gp);
+  const char* separator = "plot ";
   for (const char* level : {"position", "velocity", "acceleration"}) {
-    const int column = metrics[std::string(level) + "_error"];
-    gp << separator << "'metrics.csv' skip 1 using 1:($" << column << " > " << kErrorFloor << " ? $" << column << " : "
-       << kErrorFloor << ") with lines title '" << level << "'";
+    gp << separator << log_curve("metrics.csv", metrics[std::string(level) + "_error"], level);
     separator = ", \\\n     ";
   }
-  gp << "\nunset logscale y\nset format y '% h'\n";
+  gp << "\n";
+  unset_log_scale(gp);
 
   open_plot(gp, body_file, title + ": centre of mass of " + quoted_safe(body), "position [m]");
   gp << "plot " << curve("trajectory.csv", trajectory[body + ".x"], "x") << ", \\\n     "
      << curve("trajectory.csv", trajectory[body + ".y"], "y") << ", \\\n     "
      << curve("trajectory.csv", trajectory[body + ".z"], "z") << "\n";
-  gp << "\nset output\n";
-  if (!gp.flush()) throw std::runtime_error("plot: cannot write " + (dir / "plots.gp").string());
+  close_file(gp, file);
   return {"energy.svg", "energy_drift.svg", "constraints.svg", body_file};
+}
+
+}  // namespace
+
+std::vector<std::string> write_plot_script(const std::string& dir) {
+  return fs::exists(fs::path(dir) / "compare.csv") ? write_compare_script(dir) : write_run_script(dir);
 }
 
 void run_plot_script(const std::string& dir) {

@@ -173,8 +173,8 @@ TEST(Cli, SimulatePlotDrawsTheRunAsSvg) {
   EXPECT_NE(script.find("using 1:" + std::to_string(column_of(metrics, "energy_drift")) + " with lines title 'energy drift'"),
             std::string::npos) << script;
   const int velocity = column_of(metrics, "velocity_error");
-  EXPECT_NE(script.find("($" + std::to_string(velocity) + " > 1e-18 ? $" + std::to_string(velocity)), std::string::npos)
-      << script;
+  EXPECT_NE(script.find("(abs($" + std::to_string(velocity) + ") > 1e-18 ? abs($" + std::to_string(velocity)),
+            std::string::npos) << script;
   EXPECT_NE(script.find("using 1:" + std::to_string(column_of(trajectory, "C.y")) + " with lines title 'y'"),
             std::string::npos) << script;
 }
@@ -198,4 +198,23 @@ TEST(Cli, PlotNamesAMissingColumn) {
   const auto out = run("plot " + dir);
   EXPECT_EQ(out.status, 1) << out.text;
   EXPECT_NE(out.text.find("metrics.csv has no column 'energy_drift'"), std::string::npos) << out.text;
+}
+
+// `compare --plot` overlays the formulations: one curve per formulation that ran, the reference
+// left out of the deviations (it is what they deviate from).
+TEST(Cli, ComparePlotOverlaysTheFormulations) {
+  const std::string dir = temp("plot_compare");
+  const auto out = run("compare " + treedyn::test::model_path("loop4") +
+                       " --formulations reference,dca,hdca --t-end 0.2 --plot -q -o " + dir);
+  ASSERT_EQ(out.status, 0) << out.text;
+  const std::string script = read_file(dir + "/plots.gp");
+  for (const char* f : {"deviation.svg", "energy_drift.svg", "position_error.svg", "velocity_error.svg",
+                        "acceleration_error.svg"})
+    EXPECT_NE(read_file(dir + "/" + f).find("<path"), std::string::npos) << f;
+  const int hdca = column_of(dir + "/deviation.csv", "hdca");
+  EXPECT_NE(script.find("'deviation.csv' skip 1 using 1:(abs($" + std::to_string(hdca)), std::string::npos) << script;
+  const int drift = column_of(dir + "/dca/metrics.csv", "energy_drift");
+  EXPECT_NE(script.find("'dca/metrics.csv' skip 1 using 1:(abs($" + std::to_string(drift)), std::string::npos) << script;
+  const std::string deviation_plot = script.substr(0, script.find("set output 'energy_drift.svg'"));
+  EXPECT_EQ(deviation_plot.find("title 'reference'"), std::string::npos) << deviation_plot;
 }
