@@ -10,7 +10,9 @@
 // In a `treedyn compare` directory (one holding compare.csv) the plots overlay the formulations
 // instead: deviation.svg (each body position's largest deviation from the reference run, from
 // deviation.csv), energy_drift.svg (its magnitude) and position_error.svg, velocity_error.svg,
-// acceleration_error.svg, all on log scales.
+// acceleration_error.svg, all on log scales. In a `treedyn bench scaling` directory (one holding
+// scaling.csv) it is scaling.svg: wall seconds per simulated second against the number of
+// bodies, log-log, one curve per formulation and thread count.
 // The script is kept, so that a user can edit it and redraw with `gnuplot plots.gp` in the
 // directory. run_plot_script() runs gnuplot on it.
 #pragma once

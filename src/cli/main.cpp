@@ -261,7 +261,7 @@ std::pair<int, int> parse_range(const std::string& text) {
   }
 }
 
-int bench_scaling(const CompareArgs& a, ScalingOptions o, const std::string& joint, const std::string& bodies, bool quiet) {
+int bench_scaling(const CompareArgs& a, ScalingOptions o, const std::string& joint, const std::string& bodies, bool quiet, bool plots) {
   o.compare = a.options();
   o.joint = *joint_type_from_string(joint);
   std::tie(o.min_bodies, o.max_bodies) = parse_range(bodies);
@@ -274,7 +274,7 @@ int bench_scaling(const CompareArgs& a, ScalingOptions o, const std::string& joi
   write_text(dir + "/scaling.csv", scaling_csv(report));
   write_text(dir + "/scaling.md", scaling_markdown(report));
   if (!quiet) std::printf("\n%s\nwrote %s/{scaling.csv, scaling.md}\n", scaling_markdown(report).c_str(), dir.c_str());
-  return 0;
+  return plots ? plot(dir, quiet) : 0;
 }
 
 int info(const std::string& path) {
@@ -428,7 +428,7 @@ int main(int argc, char** argv) {
   CompareArgs sc;
   ScalingOptions sc_options;
   std::string sc_joint = "spherical", sc_bodies = "2..1024";
-  bool sc_quiet = false;
+  bool sc_quiet = false, sc_plot = false;
   auto* b = app.add_subcommand("bench", "whole-run benchmarks across formulations");
   b->require_subcommand(1);
   auto* bs = b->add_subcommand("scaling", "every formulation on n-link chains: wall time per simulated second as n grows");
@@ -442,12 +442,13 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   bs->add_option("--output,-o", sc.output, "output directory (default: results/scaling)");
   bs->add_flag("--quiet,-q", sc_quiet, "print nothing but errors");
+  bs->add_flag("--plot", sc_plot, "draw the cost per simulated second against the bodies, log-log, as SVG (gnuplot)");
 
   CLI11_PARSE(app, argc, argv);
   try {
     if (*s) return simulate(sim);
     if (*c) return compare(cmp_path, cmp, cmp_t_end, cmp_threads, cmp_assemble, cmp_quiet, cmp_plot);
-    if (*bs) return bench_scaling(sc, sc_options, sc_joint, sc_bodies, sc_quiet);
+    if (*bs) return bench_scaling(sc, sc_options, sc_joint, sc_bodies, sc_quiet, sc_plot);
     if (*i) return info(info_path);
     if (*p) return plot(plot_dir, false);
     if (*g) {

@@ -106,6 +106,12 @@ std::string log_curve(const std::string& csv, int column, const std::string& tit
          ") with lines title '" + title + "'";
 }
 
+/// `plot` with the curves one per line.
+void plot_curves(std::ostream& gp, const std::vector<std::string>& curves) {
+  for (std::size_t i = 0; i < curves.size(); ++i) gp << (i == 0 ? "plot " : ", \\\n     ") << curves[i];
+  gp << "\n";
+}
+
 void set_log_scale(std::ostream& gp) { gp << "set logscale y\nset format y '%.0e'\n"; }
 void unset_log_scale(std::ostream& gp) { gp << "unset logscale y\nset format y '% h'\n"; }
 
@@ -147,12 +153,10 @@ std::vector<std::string> write_compare_script(const fs::path& dir) {
                      const std::string& column) {
     open_plot(gp, out, title, ylabel);
     set_log_scale(gp);
-    const char* separator = "plot ";
-    for (const std::string& name : names) {
-      gp << separator << log_curve(name + "/metrics.csv", Columns(dir / name / "metrics.csv")[column], quoted_safe(name));
-      separator = ", \\\n     ";
-    }
-    gp << "\n";
+    std::vector<std::string> curves;
+    for (const std::string& name : names)
+      curves.push_back(log_curve(name + "/metrics.csv", Columns(dir / name / "metrics.csv")[column], quoted_safe(name)));
+    plot_curves(gp, curves);
     unset_log_scale(gp);
     files.push_back(out);
   };
@@ -160,13 +164,11 @@ std::vector<std::string> write_compare_script(const fs::path& dir) {
     const Columns deviation(dir / "deviation.csv");
     open_plot(gp, "deviation.svg", model + ": largest body position deviation from reference", "deviation [m]");
     set_log_scale(gp);
-    const char* separator = "plot ";
+    std::vector<std::string> curves;
     for (const std::string& name : names)
-      if (deviation.has(name)) {  // every formulation but the reference, if it ran
-        gp << separator << log_curve("deviation.csv", deviation[name], quoted_safe(name));
-        separator = ", \\\n     ";
-      }
-    gp << "\n";
+      if (deviation.has(name))  // every formulation but the reference, if it ran
+        curves.push_back(log_curve("deviation.csv", deviation[name], quoted_safe(name)));
+    plot_curves(gp, curves);
     unset_log_scale(gp);
     files.push_back("deviation.svg");
   }
@@ -176,6 +178,47 @@ std::vector<std::string> write_compare_script(const fs::path& dir) {
             std::string(level) + "_error");
   close_file(gp, file);
   return files;
+}
+
+/// `treedyn bench scaling`'s directory: wall seconds per simulated second against the number of
+/// bodies, one curve per formulation and thread count, log-log. The curves are written into the
+/// script as data blocks: scaling.csv interleaves them, and gnuplot breaks a line at every row a
+/// filter leaves out.
+std::vector<std::string> write_scaling_script(const fs::path& dir) {
+  const fs::path csv = dir / "scaling.csv";
+  const Columns columns(csv);
+  const int bodies = columns["bodies"] - 1, threads = columns["threads"] - 1, formulation = columns["formulation"] - 1,
+            status = columns["status"] - 1, cost = columns["wall_per_simulated_s"] - 1;
+  std::vector<std::pair<std::string, std::string>> blocks;  // (title, "bodies cost" lines)
+  std::ifstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;  // the fields read here all come before the (possibly quoted) message
+    std::istringstream fields(line);
+    for (std::string field; std::getline(fields, field, ',');) f.push_back(field);
+    if (static_cast<int>(f.size()) <= std::max({bodies, threads, formulation, status, cost}) || f[status] != "ok") continue;
+    const std::string title = f[formulation] + ", " + f[threads] + (f[threads] == "1" ? " thread" : " threads");
+    auto block = std::find_if(blocks.begin(), blocks.end(), [&](const auto& b) { return b.first == title; });
+    if (block == blocks.end()) block = blocks.insert(blocks.end(), {title, ""});
+    block->second += f[bodies] + " " + f[cost] + "\n";
+  }
+  if (blocks.empty()) throw std::runtime_error("plot: " + csv.string() + " has no run that ended ok");
+  const fs::path file = dir / "plots.gp";
+  std::ofstream gp = open_file(file);
+  gp << "# Plot of treedyn bench scaling's runs in this directory; redraw with `gnuplot plots.gp` here.\n"
+     << "set terminal svg size 900,500 dynamic noenhanced font 'sans,11'\nset grid\nset key outside right\n";
+  std::vector<std::string> curves;
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    gp << "$curve" << i << " << EOD\n" << blocks[i].second << "EOD\n";
+    curves.push_back("$curve" + std::to_string(i) + " using 1:2 with linespoints title '" + quoted_safe(blocks[i].first) + "'");
+  }
+  curves.push_back("1 with lines dashtype 2 linecolor 'black' title 'real time'");
+  gp << "\nset output 'scaling.svg'\nset title 'wall seconds per simulated second on n-link chains (below 1: faster "
+        "than real time)'\nset xlabel 'bodies'\nset ylabel 'wall s per simulated s'\nset logscale xy\nset format y '%.0e'\n";
+  plot_curves(gp, curves);
+  close_file(gp, file);
+  return {"scaling.svg"};
 }
 
 /// One run's directory.
@@ -190,29 +233,26 @@ std::vector<std::string> write_run_script(const fs::path& dir) {
   open_script(gp, "the treedyn run in this directory (" + title + ")");
 
   open_plot(gp, "energy.svg", title + ": energy", "energy [J]");
-  gp << "plot " << curve("metrics.csv", metrics["kinetic"], "kinetic") << ", \\\n     "
-     << curve("metrics.csv", metrics["potential"], "potential") << ", \\\n     "
-     << curve("metrics.csv", metrics["total"], "total") << "\n";
+  plot_curves(gp, {curve("metrics.csv", metrics["kinetic"], "kinetic"),
+                   curve("metrics.csv", metrics["potential"], "potential"),
+                   curve("metrics.csv", metrics["total"], "total")});
 
   open_plot(gp, "energy_drift.svg", title + ": energy drift (change of the total less the work of non-conservative loads)",
             "drift [J]");
-  gp << "plot " << curve("metrics.csv", metrics["energy_drift"], "energy drift") << "\n";
+  plot_curves(gp, {curve("metrics.csv", metrics["energy_drift"], "energy drift")});
 
   open_plot(gp, "constraints.svg", title + ": largest constraint errors (below " + kErrorFloor + " drawn at it)",
             "error");
   set_log_scale(gp);
-  const char* separator = "plot ";
-  for (const char* level : {"position", "velocity", "acceleration"}) {
-    gp << separator << log_curve("metrics.csv", metrics[std::string(level) + "_error"], level);
-    separator = ", \\\n     ";
-  }
-  gp << "\n";
+  std::vector<std::string> levels;
+  for (const char* level : {"position", "velocity", "acceleration"})
+    levels.push_back(log_curve("metrics.csv", metrics[std::string(level) + "_error"], level));
+  plot_curves(gp, levels);
   unset_log_scale(gp);
 
   open_plot(gp, body_file, title + ": centre of mass of " + quoted_safe(body), "position [m]");
-  gp << "plot " << curve("trajectory.csv", trajectory[body + ".x"], "x") << ", \\\n     "
-     << curve("trajectory.csv", trajectory[body + ".y"], "y") << ", \\\n     "
-     << curve("trajectory.csv", trajectory[body + ".z"], "z") << "\n";
+  plot_curves(gp, {curve("trajectory.csv", trajectory[body + ".x"], "x"), curve("trajectory.csv", trajectory[body + ".y"], "y"),
+                   curve("trajectory.csv", trajectory[body + ".z"], "z")});
   close_file(gp, file);
   return {"energy.svg", "energy_drift.svg", "constraints.svg", body_file};
 }
@@ -220,7 +260,9 @@ std::vector<std::string> write_run_script(const fs::path& dir) {
 }  // namespace
 
 std::vector<std::string> write_plot_script(const std::string& dir) {
-  return fs::exists(fs::path(dir) / "compare.csv") ? write_compare_script(dir) : write_run_script(dir);
+  if (fs::exists(fs::path(dir) / "compare.csv")) return write_compare_script(dir);
+  if (fs::exists(fs::path(dir) / "scaling.csv")) return write_scaling_script(dir);
+  return write_run_script(dir);
 }
 
 void run_plot_script(const std::string& dir) {

@@ -1,6 +1,7 @@
 // The command line, end to end: it is what users run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -217,4 +218,35 @@ TEST(Cli, ComparePlotOverlaysTheFormulations) {
   EXPECT_NE(script.find("'dca/metrics.csv' skip 1 using 1:(abs($" + std::to_string(drift)), std::string::npos) << script;
   const std::string deviation_plot = script.substr(0, script.find("set output 'energy_drift.svg'"));
   EXPECT_EQ(deviation_plot.find("title 'reference'"), std::string::npos) << deviation_plot;
+}
+
+// `bench scaling --plot`: one curve per formulation and thread count, holding exactly that
+// combination's rows of scaling.csv (bodies and wall seconds per simulated second).
+TEST(Cli, BenchScalingPlotDrawsOneCurvePerFormulationAndThreadCount) {
+  const std::string dir = temp("plot_scaling");
+  const auto out = run("bench scaling --bodies 2..4 --t-end 0.05 --formulations dca,ali3 --threads 1,2 --plot -q -o " + dir);
+  ASSERT_EQ(out.status, 0) << out.text;
+  EXPECT_NE(read_file(dir + "/scaling.svg").find("<path"), std::string::npos);
+  const std::string script = read_file(dir + "/plots.gp");
+  // The expected data block of ali3 with two threads, from scaling.csv's rows.
+  const std::string csv = read_file(dir + "/scaling.csv");
+  std::istringstream rows(csv);
+  std::string row, expected;
+  std::getline(rows, row);
+  const int cost = column_of(dir + "/scaling.csv", "wall_per_simulated_s");
+  while (std::getline(rows, row)) {
+    std::vector<std::string> f;
+    std::istringstream fields(row);
+    for (std::string field; std::getline(fields, field, ',');) f.push_back(field);
+    if (f[2] == "ali3" && f[1] == "2") expected += f[0] + " " + f[static_cast<std::size_t>(cost - 1)] + "\n";
+  }
+  ASSERT_EQ(std::count(expected.begin(), expected.end(), '\n'), 2) << csv;
+  const auto title = script.find("title 'ali3, 2 threads'");
+  ASSERT_NE(title, std::string::npos) << script;
+  const std::string block = script.substr(0, title).substr(script.substr(0, title).rfind("$curve"));  // "$curveK using ..."
+  const std::string name = block.substr(0, block.find(' '));
+  EXPECT_NE(script.find(name + " << EOD\n" + expected + "EOD\n"), std::string::npos) << script;
+  int blocks = 0;  // dca and ali3, each with 1 and 2 threads
+  for (auto at = script.find(" << EOD\n"); at != std::string::npos; at = script.find(" << EOD\n", at + 1)) ++blocks;
+  EXPECT_EQ(blocks, 4) << script;
 }
