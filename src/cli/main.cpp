@@ -25,6 +25,28 @@ namespace {
 
 using namespace treedyn;
 
+/// A number option's check, said in words (CLI11's PositiveNumber prints its range up to
+/// DBL_MAX): the value must parse and be finite, and positive, or not negative.
+CLI::Validator number_check(bool zero_allowed) {
+  return CLI::Validator(
+      [zero_allowed](std::string& text) -> std::string {
+        double value = 0.0;
+        std::size_t used = 0;
+        try {
+          value = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != text.size() || !std::isfinite(value)) return "must be a finite number, got '" + text + "'";
+        if (zero_allowed ? value < 0.0 : value <= 0.0)
+          return std::string(zero_allowed ? "must not be negative" : "must be positive") + ", got " + text;
+        return "";
+      },
+      zero_allowed ? "NONNEGATIVE" : "POSITIVE");
+}
+const CLI::Validator kPositive = number_check(false);
+const CLI::Validator kNonNegative = number_check(true);
+
 std::string list_formulations() {
   std::string s = "Formulations:\n";
   for (const auto& f : formulation_catalog()) s += "  " + f.name + std::string(14 - std::min<std::size_t>(13, f.name.size()), ' ') + f.summary + "\n";
@@ -209,11 +231,13 @@ struct CompareArgs {
 void add_compare_options(CLI::App* cmd, CompareArgs& a) {
   cmd->add_option("--formulations", a.formulations, "formulations to run, comma-separated, or all (default: all)")
       ->delimiter(',');
-  cmd->add_option("--dt", a.dt, "step of ali3, half- and fully-implicit (default: the model file's step, else their papers', 0.01 s and 1e-3 s)");
-  cmd->add_option("--rtol", a.rtol, "rtol = atol of dca and hdca (default 1e-6; the reference keeps 1e-10)");
+  cmd->add_option("--dt", a.dt, "step of ali3, half- and fully-implicit (default: the model file's step, else their papers', 0.01 s and 1e-3 s)")
+      ->check(kPositive);
+  cmd->add_option("--rtol", a.rtol, "rtol = atol of dca and hdca (default 1e-6; the reference keeps 1e-10)")->check(kPositive);
   cmd->add_option("--alpha", a.alpha,
                   "ali3's penalty (default 1e6, raised by powers of ten until alpha h^2 / (4 M) >= 50, M the total mass)");
-  cmd->add_option("--sample", a.sample, "interval of the common sample times, s (default max(0.01, dt); finer refines the work of drivers and dampers in the energy balance but costs the adaptive methods an interpolation per output)");
+  cmd->add_option("--sample", a.sample, "interval of the common sample times, s (default max(0.01, dt); finer refines the work of drivers and dampers in the energy balance but costs the adaptive methods an interpolation per output)")
+      ->check(kPositive);
   cmd->add_option("--reference-max-bodies", a.reference_max_bodies,
                   "run the dense O(n^3) reference only on models with at most this many bodies")
       ->capture_default_str();
@@ -325,13 +349,14 @@ int main(int argc, char** argv) {
   auto* s = app.add_subcommand("simulate", "simulate a model, write trajectory.csv, metrics.csv, summary.json");
   s->add_option("model", sim.model_path, "model file (JSON)")->required()->check(CLI::ExistingFile);
   s->add_option("--formulation,-f", sim.formulation, "formulation (default: the model's, else reference)");
-  s->add_option("--t-end", sim.t_end, "end time, s (default: the model's, else 10)");
-  s->add_option("--dt", sim.dt, "step of fixed-step methods, output interval of adaptive ones, s (default: the model's, else 0.01)");
+  s->add_option("--t-end", sim.t_end, "end time, s (default: the model's, else 10)")->check(kNonNegative);
+  s->add_option("--dt", sim.dt, "step of fixed-step methods, output interval of adaptive ones, s (default: the model's, else 0.01)")
+      ->check(kPositive);
   s->add_option("--integrator", sim.integrator, "ODE integrator (defaults: reference bdf, dca and hdca dopri5; ali3, half-implicit and fully-implicit have their own)");
-  s->add_option("--rtol", sim.rtol, "relative tolerance of adaptive integrators (defaults: reference 1e-10, dca and hdca 1e-6)");
-  s->add_option("--atol", sim.atol, "absolute tolerance of adaptive integrators (defaults: reference 1e-10, dca and hdca 1e-6)");
-  s->add_option("--threads", sim.threads, threads_help)->capture_default_str()->check(CLI::PositiveNumber);
-  s->add_option("--sample-every", sim.sample_every, "write every k-th step")->capture_default_str()->check(CLI::PositiveNumber);
+  s->add_option("--rtol", sim.rtol, "relative tolerance of adaptive integrators (defaults: reference 1e-10, dca and hdca 1e-6)")->check(kPositive);
+  s->add_option("--atol", sim.atol, "absolute tolerance of adaptive integrators (defaults: reference 1e-10, dca and hdca 1e-6)")->check(kPositive);
+  s->add_option("--threads", sim.threads, threads_help)->capture_default_str()->check(kPositive);
+  s->add_option("--sample-every", sim.sample_every, "write every k-th step")->capture_default_str()->check(kPositive);
   s->add_option("--output,-o", sim.output, "output directory (default: results/<model name>)");
   s->add_flag("--assemble", sim.assemble, "project an inconsistent initial state onto the constraints");
   s->add_option("--consistency-tol", sim.tolerance, "largest initial constraint violation accepted")->capture_default_str();
@@ -356,16 +381,16 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"momenta", "velocities"}));
   s->add_option("--alpha", sim.ali3.alpha, "ali3: penalty factor (paper 000: 1e6; 1e9 for the 128-link chain)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   s->add_option("--newton-max", sim.newton_max,
                 "ali3, half-implicit, fully-implicit: Newton-Raphson iterations per step at most "
                 "(defaults: ali3 3 as in paper 000; half- and fully-implicit 50, a step that needs more fails)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   s->add_option("--newton-tol", sim.newton_tol,
                 "ali3, half-implicit, fully-implicit: stop iterating when the Newton increment's norm falls below this "
                 "(defaults: ali3 1e-12 as in paper 000, in effect a fixed count; paper 002: half-implicit 1e-10, "
                 "fully-implicit 1e-10/h^2; 0, ali3 only: always newton-max iterations)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   s->add_option("--linear-solver", sim.linear_solver,
                 "half-implicit, fully-implicit: Newton systems solved on the assembly tree in O(n), or by Eigen's "
                 "sparse LU (the cross-check)")
@@ -390,7 +415,7 @@ int main(int argc, char** argv) {
                 "model family: chain (paper 000's n-link pendulum) or spinning-bars (paper 002's scaling chain)")
       ->required()
       ->check(CLI::IsMember({"chain", "spinning-bars"}));
-  g->add_option("--bodies,-n", bodies, "number of bodies")->required()->check(CLI::PositiveNumber);
+  g->add_option("--bodies,-n", bodies, "number of bodies")->required()->check(kPositive);
   g->add_option("--joint", joint, "joint type")->capture_default_str()->check(CLI::IsMember({"spherical", "revolute"}));
   g->add_option("--seed", seed, "spinning-bars: seed of the random spin rates")->capture_default_str();
   g->add_option("--output,-o", gen_out, "model file to write")->required();
@@ -418,8 +443,8 @@ int main(int argc, char** argv) {
   auto* c = app.add_subcommand("compare", "run one model under several formulations and tabulate accuracy, cost and constraint errors side by side");
   c->add_option("model", cmp_path, "model file (JSON)")->required()->check(CLI::ExistingFile);
   add_compare_options(c, cmp);
-  c->add_option("--t-end", cmp_t_end, "end time, s (default: the model's, else 10)");
-  c->add_option("--threads", cmp_threads, threads_help)->capture_default_str()->check(CLI::PositiveNumber);
+  c->add_option("--t-end", cmp_t_end, "end time, s (default: the model's, else 10)")->check(kNonNegative);
+  c->add_option("--threads", cmp_threads, threads_help)->capture_default_str()->check(kPositive);
   c->add_option("--output,-o", cmp.output, "output directory (default: results/<model name>/compare)");
   c->add_flag("--assemble", cmp_assemble, "project an inconsistent initial state onto the constraints");
   c->add_flag("--quiet,-q", cmp_quiet, "print nothing but errors");
@@ -435,11 +460,11 @@ int main(int argc, char** argv) {
   add_compare_options(bs, sc);
   bs->add_option("--joint", sc_joint, "joint type of the chains")->capture_default_str()->check(CLI::IsMember({"spherical", "revolute"}));
   bs->add_option("--bodies", sc_bodies, "chain lengths MIN..MAX, doubling from MIN")->capture_default_str();
-  bs->add_option("--threads", sc_options.threads, "thread counts, comma-separated")->delimiter(',')->capture_default_str()->check(CLI::PositiveNumber);
-  bs->add_option("--t-end", sc_options.t_end, "simulated time per run, s")->capture_default_str()->check(CLI::PositiveNumber);
+  bs->add_option("--threads", sc_options.threads, "thread counts, comma-separated")->delimiter(',')->capture_default_str()->check(kPositive);
+  bs->add_option("--t-end", sc_options.t_end, "simulated time per run, s")->capture_default_str()->check(kPositive);
   bs->add_option("--budget", sc_options.budget_seconds,
                  "skip a run predicted (linearly from the previous length) to take more wall seconds than this")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(kPositive);
   bs->add_option("--output,-o", sc.output, "output directory (default: results/scaling)");
   bs->add_flag("--quiet,-q", sc_quiet, "print nothing but errors");
   bs->add_flag("--plot", sc_plot, "draw the cost per simulated second against the bodies, log-log, as SVG (gnuplot)");

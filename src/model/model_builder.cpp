@@ -176,6 +176,10 @@ void validate(const Model& m) {
   Problems p;
   if (m.bodies.empty()) p.add("the model has no bodies");
   if (!finite(m.gravity)) p.add("gravity must be finite");
+  if (m.defaults.dt && !(*m.defaults.dt > 0.0 && std::isfinite(*m.defaults.dt)))
+    p.add("simulation: dt must be positive and finite (got " + fmt(*m.defaults.dt) + ")");
+  if (m.defaults.t_end && !(*m.defaults.t_end >= 0.0 && std::isfinite(*m.defaults.t_end)))
+    p.add("simulation: t_end must be finite and not negative (got " + fmt(*m.defaults.t_end) + ")");
 
   auto body_names = names_of(m.bodies);
   check_unique(body_names, "body", p);

@@ -250,3 +250,13 @@ TEST(Cli, BenchScalingPlotDrawsOneCurvePerFormulationAndThreadCount) {
   for (auto at = script.find(" << EOD\n"); at != std::string::npos; at = script.find(" << EOD\n", at + 1)) ++blocks;
   EXPECT_EQ(blocks, 4) << script;
 }
+
+// Number options are checked as they are read, and the message says what is wrong in words.
+TEST(Cli, RefusesANonPositiveStepInWords) {
+  const auto out = run("simulate " + treedyn::test::model_path("four_bar") + " --dt -1 -o " + temp("bad_dt"));
+  EXPECT_NE(out.status, 0) << out.text;
+  EXPECT_NE(out.text.find("--dt: must be positive, got -1"), std::string::npos) << out.text;
+  const auto nan = run("simulate " + treedyn::test::model_path("four_bar") + " --t-end nan -o " + temp("bad_dt"));
+  EXPECT_NE(nan.status, 0) << nan.text;
+  EXPECT_NE(nan.text.find("--t-end: must be a finite number, got 'nan'"), std::string::npos) << nan.text;
+}

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "treedyn/generators.hpp"
 #include "treedyn/model_builder.hpp"
 
@@ -86,6 +88,27 @@ TEST(ModelBuilder, RejectsInertiaThatIsNotSymmetricPositiveDefiniteOrPhysical) {
     EXPECT_NE(e.find("body 'A'"), std::string::npos) << e;
     EXPECT_NE(e.find(text), std::string::npos) << e;
   }
+}
+
+// The model's own step and end time are checked like its bodies, not left for a run to trip on.
+TEST(ModelBuilder, RejectsANonPositiveStepOrANegativeEndTime) {
+  for (const auto& [dt, t_end, text] : {std::tuple{-0.1, 1.0, "simulation: dt must be positive and finite (got -0.1)"},
+                                        std::tuple{0.0, 1.0, "simulation: dt must be positive and finite (got 0)"},
+                                        std::tuple{0.01, -2.0, "simulation: t_end must be finite and not negative (got -2)"}}) {
+    ModelBuilder b = double_pendulum();
+    SimulationDefaults d;
+    d.dt = dt;
+    d.t_end = t_end;
+    b.defaults(d);
+    const std::string e = error_of(b);
+    EXPECT_NE(e.find(text), std::string::npos) << e;
+  }
+  ModelBuilder ok = double_pendulum();
+  SimulationDefaults d;
+  d.dt = 0.01;
+  d.t_end = 0.0;
+  ok.defaults(d);
+  EXPECT_NO_THROW(ok.build());
 }
 
 TEST(ModelBuilder, RejectsUnknownAndDuplicateNames) {
