@@ -48,7 +48,8 @@ SimulationResult run_simulation(const Model& model, Formulation& formulation, co
 
   try {
     if (!(options.dt > 0.0) || !(options.t_end >= t0)) throw SimulationError(t0, "dt must be positive and t_end >= t0");
-    const long steps = std::max(1L, std::lround((options.t_end - t0) / options.dt));
+    // t_end = t0: the initial sample alone (an integrator cannot be asked to advance by nothing).
+    const long steps = options.t_end > t0 ? std::max(1L, std::lround((options.t_end - t0) / options.dt)) : 0L;
     const int every = std::max(1, options.sample_every);
     sample(true);
     for (long k = 1; k <= steps; ++k) {

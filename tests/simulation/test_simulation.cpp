@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "support.hpp"
+#include "treedyn/formulations.hpp"
 #include "treedyn/model_builder.hpp"
 #include "treedyn/model_json.hpp"
 #include "treedyn/result_writer.hpp"
@@ -66,6 +67,22 @@ TEST(Simulation, DivergenceEndsTheRunWithAMessageAndKeepsTheResults) {
     std::ifstream summary(dir + "/summary.json");
     const std::string text((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
     EXPECT_NE(text.find("\"status\": \"failed\""), std::string::npos);
+  }
+}
+
+// A run that ends where it starts is the initial sample alone, under every formulation (the
+// adaptive integrators refuse to advance by nothing, so no step may be asked of them).
+TEST(Simulation, AnEndTimeAtTheStartGivesTheInitialSampleAlone) {
+  const Model m = read_model_file(test::model_path("four_bar"));
+  for (const FormulationInfo& info : formulation_catalog()) {
+    auto f = make_formulation(info.name, m, FormulationSettings{});
+    RunOptions run;
+    run.t_end = 0.0;
+    const SimulationResult r = run_simulation(m, *f, run);
+    EXPECT_TRUE(r.ok()) << info.name << ": " << r.message;
+    EXPECT_EQ(r.samples, 1) << info.name;
+    EXPECT_EQ(r.t_reached, 0.0) << info.name;
+    EXPECT_EQ(r.stats.steps, 0) << info.name;
   }
 }
 
