@@ -8,6 +8,7 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "support.hpp"
 #include "treedyn/model_json.hpp"
@@ -141,6 +142,26 @@ std::string read_file(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+/// Data rows of a CSV file (lines after the header).
+int rows_of(const std::string& csv) {
+  const std::string text = read_file(csv);
+  return static_cast<int>(std::count(text.begin(), text.end(), '\n')) - 1;
+}
+
+/// The points of each curve gnuplot drew into an SVG file: a curve is a path whose 'd' starts with
+/// its key sample (one segment) and goes on through its points, so it holds one 'L' per point.
+std::vector<int> curve_points(const std::string& svg_file) {
+  const std::string svg = read_file(svg_file);
+  std::vector<int> points;
+  const std::string open = "<path stroke='rgb(";
+  for (auto at = svg.find(open); at != std::string::npos; at = svg.find(open, at + 1)) {
+    const auto d = svg.find("d='", at) + 3;
+    const std::string path = svg.substr(d, svg.find('\'', d) - d);
+    points.push_back(static_cast<int>(std::count(path.begin(), path.end(), 'L')));
+  }
+  return points;
+}
+
 /// gnuplot's 1-based index of a column of a CSV file's header, found here independently of the
 /// plot code.
 int column_of(const std::string& csv, const std::string& name) {
@@ -162,11 +183,11 @@ TEST(Cli, SimulatePlotDrawsTheRunAsSvg) {
   ASSERT_EQ(out.status, 0) << out.text;
   EXPECT_NE(out.text.find("plots: " + dir + "/{energy.svg, energy_drift.svg, constraints.svg, C.svg}"), std::string::npos)
       << out.text;
-  for (const char* f : {"energy.svg", "energy_drift.svg", "constraints.svg", "C.svg"}) {
-    const std::string svg = read_file(dir + "/" + f);
-    EXPECT_NE(svg.find("<svg"), std::string::npos) << f;
-    EXPECT_NE(svg.find("<path"), std::string::npos) << f << " has no curve";
-  }
+  // Every curve holds every sample: 3, 1, 3 and 3 curves of metrics.csv's (= trajectory.csv's) rows.
+  const int rows = rows_of(dir + "/metrics.csv");
+  ASSERT_GT(rows, 10);
+  for (const auto& [f, curves] : {std::pair{"energy.svg", 3}, {"energy_drift.svg", 1}, {"constraints.svg", 3}, {"C.svg", 3}})
+    EXPECT_EQ(curve_points(dir + "/" + f), std::vector<int>(static_cast<std::size_t>(curves), rows)) << f;
   const std::string script = read_file(dir + "/plots.gp");
   const std::string metrics = dir + "/metrics.csv", trajectory = dir + "/trajectory.csv";
   EXPECT_NE(script.find("using 1:" + std::to_string(column_of(metrics, "total")) + " with lines title 'total'"),
@@ -187,7 +208,9 @@ TEST(Cli, SimulatePlotDrawsAFailedRunUpToTheFailure) {
   const auto out = run("simulate " + temp("chain16.json") + " -f ali3 --dt 0.1 --alpha 100 --t-end 5 --plot -o " + dir);
   EXPECT_EQ(out.status, 2) << out.text;
   EXPECT_NE(out.text.find("simulation failed"), std::string::npos) << out.text;
-  EXPECT_NE(read_file(dir + "/energy.svg").find("<path"), std::string::npos);
+  const int rows = rows_of(dir + "/metrics.csv");
+  ASSERT_GE(rows, 2);
+  EXPECT_EQ(curve_points(dir + "/energy.svg"), std::vector<int>(3, rows));
 }
 
 // `plot` on a directory whose files lack a column names the file and the column.
@@ -209,9 +232,12 @@ TEST(Cli, ComparePlotOverlaysTheFormulations) {
                        " --formulations reference,dca,hdca --t-end 0.2 --plot -q -o " + dir);
   ASSERT_EQ(out.status, 0) << out.text;
   const std::string script = read_file(dir + "/plots.gp");
-  for (const char* f : {"deviation.svg", "energy_drift.svg", "position_error.svg", "velocity_error.svg",
-                        "acceleration_error.svg"})
-    EXPECT_NE(read_file(dir + "/" + f).find("<path"), std::string::npos) << f;
+  // Every formulation's curve holds every common sample; deviations exist for dca and hdca only.
+  const int rows = rows_of(dir + "/dca/metrics.csv");
+  ASSERT_GT(rows, 10);
+  EXPECT_EQ(curve_points(dir + "/deviation.svg"), std::vector<int>(2, rows));
+  for (const char* f : {"energy_drift.svg", "position_error.svg", "velocity_error.svg", "acceleration_error.svg"})
+    EXPECT_EQ(curve_points(dir + "/" + f), std::vector<int>(3, rows)) << f;
   const int hdca = column_of(dir + "/deviation.csv", "hdca");
   EXPECT_NE(script.find("'deviation.csv' skip 1 using 1:(abs($" + std::to_string(hdca)), std::string::npos) << script;
   const int drift = column_of(dir + "/dca/metrics.csv", "energy_drift");
@@ -226,7 +252,9 @@ TEST(Cli, BenchScalingPlotDrawsOneCurvePerFormulationAndThreadCount) {
   const std::string dir = temp("plot_scaling");
   const auto out = run("bench scaling --bodies 2..4 --t-end 0.05 --formulations dca,ali3 --threads 1,2 --plot -q -o " + dir);
   ASSERT_EQ(out.status, 0) << out.text;
-  EXPECT_NE(read_file(dir + "/scaling.svg").find("<path"), std::string::npos);
+  const std::vector<int> points = curve_points(dir + "/scaling.svg");  // 4 curves of 2 lengths, then the real-time line
+  ASSERT_EQ(points.size(), 5u);
+  EXPECT_EQ(std::vector<int>(points.begin(), points.begin() + 4), std::vector<int>(4, 2));
   const std::string script = read_file(dir + "/plots.gp");
   // The expected data block of ali3 with two threads, from scaling.csv's rows.
   const std::string csv = read_file(dir + "/scaling.csv");
