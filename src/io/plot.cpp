@@ -20,10 +20,11 @@ namespace fs = std::filesystem;
 /// curve, or the whole plot, empty.
 constexpr const char* kErrorFloor = "1e-18";
 
-/// A CSV file's column names (its first line).
+/// A CSV file's column names (its first line). Errors name the file with its directory
+/// ("dca/metrics.csv"), which tells a comparison's runs apart.
 class Columns {
  public:
-  explicit Columns(const fs::path& file) : file_(file.filename().string()) {
+  explicit Columns(const fs::path& file) : file_((file.parent_path().filename() / file.filename()).string()) {
     std::ifstream in(file);
     std::string header;
     if (!in || !std::getline(in, header)) throw std::runtime_error("plot: cannot read " + file.string());

@@ -221,7 +221,7 @@ TEST(Cli, PlotNamesAMissingColumn) {
   std::ofstream(dir + "/trajectory.csv") << "t,b.x,b.y,b.z\n0,0,0,0\n";
   const auto out = run("plot " + dir);
   EXPECT_EQ(out.status, 1) << out.text;
-  EXPECT_NE(out.text.find("metrics.csv has no column 'energy_drift'"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("plot_bad/metrics.csv has no column 'energy_drift'"), std::string::npos) << out.text;
 }
 
 // `compare --plot` overlays the formulations: one curve per formulation that ran, the reference
