@@ -126,7 +126,7 @@ Model load_consistent_model(const std::string& path, bool assemble, double toler
 }
 
 /// Writes <dir>/plots.gp and draws it with gnuplot.
-int plot(const std::string& dir, bool quiet) {
+void plot(const std::string& dir, bool quiet) {
   const std::vector<std::string> files = write_plot_script(dir);
   run_plot_script(dir);
   if (!quiet) {
@@ -134,7 +134,6 @@ int plot(const std::string& dir, bool quiet) {
     for (std::size_t i = 0; i < files.size(); ++i) std::printf("%s%s", i ? ", " : "", files[i].c_str());
     std::printf("} (gnuplot script plots.gp)\n");
   }
-  return 0;
 }
 
 int simulate(const SimulateArgs& a) {
@@ -265,7 +264,8 @@ int compare(const std::string& path, const CompareArgs& a, double t_end, int thr
   write_text(dir + "/deviation.csv", compare_deviation_csv(report));
   if (!quiet) std::printf("\n%s\nwrote %s/{compare.csv, compare.md, deviation.csv} and one folder of results per formulation\n",
                           compare_markdown(report).c_str(), dir.c_str());
-  return plots ? plot(dir, quiet) : 0;
+  if (plots) plot(dir, quiet);
+  return 0;
 }
 
 /// "2..1024" (or "64") into [min, max].
@@ -298,7 +298,8 @@ int bench_scaling(const CompareArgs& a, ScalingOptions o, const std::string& joi
   write_text(dir + "/scaling.csv", scaling_csv(report));
   write_text(dir + "/scaling.md", scaling_markdown(report));
   if (!quiet) std::printf("\n%s\nwrote %s/{scaling.csv, scaling.md}\n", scaling_markdown(report).c_str(), dir.c_str());
-  return plots ? plot(dir, quiet) : 0;
+  if (plots) plot(dir, quiet);
+  return 0;
 }
 
 int info(const std::string& path) {
@@ -422,11 +423,12 @@ int main(int argc, char** argv) {
 
   std::string plot_dir;
   auto* p = app.add_subcommand("plot",
-                               "draw a run's results (energy, energy drift, constraint errors, the last body's position) "
-                               "or a comparison's (every formulation overlaid) as SVG with gnuplot; the script plots.gp "
-                               "is kept in the directory");
+                               "draw a run's results (energy, energy drift, constraint errors, the last body's position), "
+                               "a comparison's (every formulation overlaid) or a scaling run's (cost against bodies) as "
+                               "SVG with gnuplot; the script plots.gp is kept in the directory");
   p->add_option("results", plot_dir,
-                "results directory of a run (metrics.csv, trajectory.csv) or of `treedyn compare` (compare.csv)")
+                "results directory of a run (metrics.csv, trajectory.csv), of `treedyn compare` (compare.csv) or of "
+                "`treedyn bench scaling` (scaling.csv)")
       ->required()
       ->check(CLI::ExistingDirectory);
 
@@ -475,7 +477,10 @@ int main(int argc, char** argv) {
     if (*c) return compare(cmp_path, cmp, cmp_t_end, cmp_threads, cmp_assemble, cmp_quiet, cmp_plot);
     if (*bs) return bench_scaling(sc, sc_options, sc_joint, sc_bodies, sc_quiet, sc_plot);
     if (*i) return info(info_path);
-    if (*p) return plot(plot_dir, false);
+    if (*p) {
+      plot(plot_dir, false);
+      return 0;
+    }
     if (*g) {
       if (family == "chain") {
         write_model_file(make_chain(bodies, *joint_type_from_string(joint)), gen_out);

@@ -53,17 +53,21 @@ class Columns {
   std::vector<std::string> names_;
 };
 
-/// A string field of a run's summary.json, or "" without one.
-std::string summary_field(const fs::path& run_dir, const char* field) {
+/// A run's summary.json (a discarded value when it is missing or unreadable).
+nlohmann::json summary_of(const fs::path& run_dir) {
   std::ifstream in(run_dir / "summary.json");
-  const nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
-  return summary.is_object() && summary.contains(field) && summary[field].is_string() ? summary[field].get<std::string>()
-                                                                                      : "";
+  return nlohmann::json::parse(in, nullptr, false);
+}
+
+/// A string field of a summary, or "" without one.
+std::string field(const nlohmann::json& summary, const char* name) {
+  return summary.is_object() && summary.contains(name) && summary[name].is_string() ? summary[name].get<std::string>() : "";
 }
 
 /// "<model> with <formulation>" from summary.json, or the directory's name without one.
 std::string run_title(const fs::path& dir) {
-  const std::string model = summary_field(dir, "model"), formulation = summary_field(dir, "formulation");
+  const nlohmann::json summary = summary_of(dir);
+  const std::string model = field(summary, "model"), formulation = field(summary, "formulation");
   return !model.empty() && !formulation.empty() ? model + " with " + formulation : fs::absolute(dir).filename().string();
 }
 
@@ -113,8 +117,14 @@ void plot_curves(std::ostream& gp, const std::vector<std::string>& curves) {
   gp << "\n";
 }
 
-void set_log_scale(std::ostream& gp) { gp << "set logscale y\nset format y '%.0e'\n"; }
-void unset_log_scale(std::ostream& gp) { gp << "unset logscale y\nset format y '% h'\n"; }
+/// A plot of curves on a log y scale, which is unset again after it.
+void log_plot(std::ostream& gp, const std::string& file, const std::string& title, const std::string& ylabel,
+              const std::vector<std::string>& curves) {
+  open_plot(gp, file, title, ylabel);
+  gp << "set logscale y\nset format y '%.0e'\n";
+  plot_curves(gp, curves);
+  gp << "unset logscale y\nset format y '% h'\n";
+}
 
 std::ofstream open_file(const fs::path& file) {
   std::ofstream out(file);
@@ -144,35 +154,31 @@ std::vector<std::string> compared_formulations(const fs::path& dir) {
 /// `treedyn compare`'s directory: every formulation on one plot per quantity.
 std::vector<std::string> write_compare_script(const fs::path& dir) {
   const std::vector<std::string> names = compared_formulations(dir);
-  std::string model = quoted_safe(summary_field(dir / names.front(), "model"));
+  std::vector<Columns> metrics;
+  for (const std::string& name : names) metrics.emplace_back(dir / name / "metrics.csv");
+  std::string model = quoted_safe(field(summary_of(dir / names.front()), "model"));
   if (model.empty()) model = fs::absolute(dir).filename().string();
   const fs::path file = dir / "plots.gp";
   std::ofstream gp = open_file(file);
   open_script(gp, "treedyn compare's runs in this directory");
   std::vector<std::string> files;
-  auto overlay = [&](const std::string& out, const std::string& title, const std::string& ylabel,
-                     const std::string& column) {
-    open_plot(gp, out, title, ylabel);
-    set_log_scale(gp);
-    std::vector<std::string> curves;
-    for (const std::string& name : names)
-      curves.push_back(log_curve(name + "/metrics.csv", Columns(dir / name / "metrics.csv")[column], quoted_safe(name)));
-    plot_curves(gp, curves);
-    unset_log_scale(gp);
-    files.push_back(out);
-  };
   if (fs::exists(dir / "deviation.csv")) {
     const Columns deviation(dir / "deviation.csv");
-    open_plot(gp, "deviation.svg", model + ": largest body position deviation from reference", "deviation [m]");
-    set_log_scale(gp);
     std::vector<std::string> curves;
     for (const std::string& name : names)
       if (deviation.has(name))  // every formulation but the reference, if it ran
         curves.push_back(log_curve("deviation.csv", deviation[name], quoted_safe(name)));
-    plot_curves(gp, curves);
-    unset_log_scale(gp);
+    log_plot(gp, "deviation.svg", model + ": largest body position deviation from reference", "deviation [m]", curves);
     files.push_back("deviation.svg");
   }
+  auto overlay = [&](const std::string& out, const std::string& title, const std::string& ylabel,
+                     const std::string& column) {
+    std::vector<std::string> curves;
+    for (std::size_t i = 0; i < names.size(); ++i)
+      curves.push_back(log_curve(names[i] + "/metrics.csv", metrics[i][column], quoted_safe(names[i])));
+    log_plot(gp, out, title, ylabel, curves);
+    files.push_back(out);
+  };
   overlay("energy_drift.svg", model + ": |energy drift|", "|drift| [J]", "energy_drift");
   for (const char* level : {"position", "velocity", "acceleration"})
     overlay(std::string(level) + "_error.svg", model + ": largest " + level + " constraint error", "error",
@@ -190,7 +196,7 @@ std::vector<std::string> write_scaling_script(const fs::path& dir) {
   const Columns columns(csv);
   const int bodies = columns["bodies"] - 1, threads = columns["threads"] - 1, formulation = columns["formulation"] - 1,
             status = columns["status"] - 1, cost = columns["wall_per_simulated_s"] - 1;
-  std::vector<std::pair<std::string, std::string>> blocks;  // (title, "bodies cost" lines)
+  std::vector<std::pair<std::string, std::string>> blocks;  // (title, "bodies,cost" lines)
   std::ifstream in(csv);
   std::string line;
   std::getline(in, line);
@@ -202,13 +208,12 @@ std::vector<std::string> write_scaling_script(const fs::path& dir) {
     const std::string title = f[formulation] + ", " + f[threads] + (f[threads] == "1" ? " thread" : " threads");
     auto block = std::find_if(blocks.begin(), blocks.end(), [&](const auto& b) { return b.first == title; });
     if (block == blocks.end()) block = blocks.insert(blocks.end(), {title, ""});
-    block->second += f[bodies] + " " + f[cost] + "\n";
+    block->second += f[bodies] + "," + f[cost] + "\n";
   }
   if (blocks.empty()) throw std::runtime_error("plot: " + csv.string() + " has no run that ended ok");
   const fs::path file = dir / "plots.gp";
   std::ofstream gp = open_file(file);
-  gp << "# Plot of treedyn bench scaling's runs in this directory; redraw with `gnuplot plots.gp` here.\n"
-     << "set terminal svg size 900,500 dynamic noenhanced font 'sans,11'\nset grid\nset key outside right\n";
+  open_script(gp, "treedyn bench scaling's runs in this directory");
   std::vector<std::string> curves;
   for (std::size_t i = 0; i < blocks.size(); ++i) {
     gp << "$curve" << i << " << EOD\n" << blocks[i].second << "EOD\n";
@@ -242,14 +247,11 @@ std::vector<std::string> write_run_script(const fs::path& dir) {
             "drift [J]");
   plot_curves(gp, {curve("metrics.csv", metrics["energy_drift"], "energy drift")});
 
-  open_plot(gp, "constraints.svg", title + ": largest constraint errors (below " + kErrorFloor + " drawn at it)",
-            "error");
-  set_log_scale(gp);
   std::vector<std::string> levels;
   for (const char* level : {"position", "velocity", "acceleration"})
     levels.push_back(log_curve("metrics.csv", metrics[std::string(level) + "_error"], level));
-  plot_curves(gp, levels);
-  unset_log_scale(gp);
+  log_plot(gp, "constraints.svg", title + ": largest constraint errors (below " + kErrorFloor + " drawn at it)", "error",
+           levels);
 
   open_plot(gp, body_file, title + ": centre of mass of " + quoted_safe(body), "position [m]");
   plot_curves(gp, {curve("trajectory.csv", trajectory[body + ".x"], "x"), curve("trajectory.csv", trajectory[body + ".y"], "y"),

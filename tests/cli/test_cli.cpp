@@ -266,7 +266,7 @@ TEST(Cli, BenchScalingPlotDrawsOneCurvePerFormulationAndThreadCount) {
     std::vector<std::string> f;
     std::istringstream fields(row);
     for (std::string field; std::getline(fields, field, ',');) f.push_back(field);
-    if (f[2] == "ali3" && f[1] == "2") expected += f[0] + " " + f[static_cast<std::size_t>(cost - 1)] + "\n";
+    if (f[2] == "ali3" && f[1] == "2") expected += f[0] + "," + f[static_cast<std::size_t>(cost - 1)] + "\n";
   }
   ASSERT_EQ(std::count(expected.begin(), expected.end(), '\n'), 2) << csv;
   const auto title = script.find("title 'ali3, 2 threads'");
