@@ -99,7 +99,7 @@ class Parallel {
     pin();
     RegionErrors errors;
 #pragma omp parallel num_threads(threads_)
-    up(tree, leaf, inner, errors, true);
+    up(tree, leaf, inner, errors, true, tree.upper_levels().size());
     errors.rethrow();
   }
 
@@ -118,7 +118,7 @@ class Parallel {
     pin();
     RegionErrors errors;
 #pragma omp parallel num_threads(threads_)
-    down(tree, inner, leaf, errors);
+    down(tree, inner, leaf, errors, tree.upper_levels().size());
     errors.rethrow();
   }
 
@@ -195,10 +195,9 @@ class Parallel {
   /// region's own end waits for it).
   template <class Leaf, class Inner>
   void up(const AssemblyTree& tree, Leaf& leaf, Inner& inner, RegionErrors& errors, bool last_in_region,
-          std::size_t end = static_cast<std::size_t>(-1)) const {
+          std::size_t end) const {
     const auto& subtrees = tree.subtrees();
     const auto& upper = tree.upper_levels();
-    end = std::min(end, upper.size());
     auto guarded_inner = [&](int id) { errors.run([&] { inner(id); }); };
 #pragma omp for schedule(static)
     for (int k = 0; k < static_cast<int>(subtrees.size()); ++k)
@@ -210,11 +209,9 @@ class Parallel {
   /// The disassembly's work of one thread inside a parallel region: the upper levels below `end`,
   /// then its share of the subtrees, without a final barrier (the region's end is one).
   template <class Inner, class Leaf>
-  void down(const AssemblyTree& tree, Inner& inner, Leaf& leaf, RegionErrors& errors,
-            std::size_t end = static_cast<std::size_t>(-1)) const {
+  void down(const AssemblyTree& tree, Inner& inner, Leaf& leaf, RegionErrors& errors, std::size_t end) const {
     const auto& subtrees = tree.subtrees();
     const auto& upper = tree.upper_levels();
-    end = std::min(end, upper.size());
     auto guarded_inner = [&](int id) { errors.run([&] { inner(id); }); };
     for (std::size_t l = end; l-- > 0;) run_level(upper[l], guarded_inner, false);
 #pragma omp for schedule(static) nowait
