@@ -4,13 +4,16 @@
 // The formulation's ODE right-hand side is called directly, at the initial state. LoopRhs does
 // the same on paper 001's closed loops (its Table 1). Ali3Step times one whole ali3 step
 // (Newton-Raphson and both projections) on the same chains, with paper 000's settings and the
-// penalty compare suggests for the chain.
+// penalty compare suggests for the chain. TreePass times the shared assembly tree alone (no
+// formulation around it) on the same chains, a full pass and a bias-only one.
 //
 //   build/bench/treedyn_bench --benchmark_filter=Rhs
 //   build/bench/treedyn_bench --benchmark_filter=Ali3Step
+//   build/bench/treedyn_bench --benchmark_filter=TreePass
 #include <benchmark/benchmark.h>
 
 #include "treedyn/compare.hpp"
+#include "treedyn/dc_core.hpp"
 #include "treedyn/formulations.hpp"
 #include "treedyn/generators.hpp"
 #include "treedyn/model_json.hpp"
@@ -77,12 +80,84 @@ void Ali3Step(benchmark::State& state) {
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert, benchmark::Counter::OneK::kIs1000);
 }
 
+/// One pass of the shared assembly tree (dc::HandleTree, 6-D, as ali3 and the implicit
+/// integrators use it) on the n-link chain's spherical joints, with the leaves doing nothing but
+/// set their bias and read their loads: the floor under every formulation's pass. Rows in twist
+/// space, G = [I, -skew(arm)] on the parent side and its negative on the child side, arms at the
+/// initial state; each leaf's K is its body's inverse spatial inertia at the centre of mass,
+/// scaled by h^2/4 (ali3's tangent, Eq. 23). range(1): 1 a full pass (eliminations built), 0 a
+/// bias-only pass on the held eliminations (Newton's later iterations, the acceleration
+/// projection).
+void TreePass(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const bool full = state.range(1) != 0;
+  const Model model = make_chain(n, JointType::Spherical);
+  const Topology topology(model);
+  const AssemblyTree tree(model, topology, 1);
+  const Parallel parallel(1);
+  using Tree = dc::HandleTree<double, 6>;
+  std::vector<dc::JointSides> sides;
+  std::vector<dc::JointRows<double, 6>> rows(model.joints.size());
+  auto arm = [&](int body, const Frame& frame) -> Vec3 {
+    if (body == kGround) return frame.origin;
+    const Body& b = model.bodies[static_cast<std::size_t>(body)];
+    return b.orientation * frame.origin;
+  };
+  for (std::size_t j = 0; j < model.joints.size(); ++j) {
+    const Joint& joint = model.joints[j];
+    sides.push_back({joint.parent, joint.child, 3});
+    auto& jr = rows[j];
+    jr.reset(3);
+    jr.compliance = 1e-9;
+    jr.G_p.block<3, 3>(0, 0).setIdentity();
+    jr.G_p.block<3, 3>(0, 3) = -skew<double>(arm(joint.parent, joint.parent_frame));
+    jr.G_c.block<3, 3>(0, 0) = -Mat3::Identity();
+    jr.G_c.block<3, 3>(0, 3) = skew<double>(arm(joint.child, joint.child_frame));
+    jr.r.head<3>().setConstant(1e-6);
+  }
+  Tree core(tree, sides, InverseMethod::Cholesky, dc::LeafBlocks::Shared);
+  const double s = 0.25 * 0.01 * 0.01;
+  std::vector<Tree::Mat> K(static_cast<std::size_t>(n), Tree::Mat::Zero());
+  for (int i = 0; i < n; ++i) {
+    const Body& b = model.bodies[static_cast<std::size_t>(i)];
+    const Mat3 A = b.orientation.toRotationMatrix();
+    Tree::Mat& k = K[static_cast<std::size_t>(i)];
+    k.topLeftCorner<3, 3>().diagonal().setConstant(s / b.mass);
+    k.bottomRightCorner<3, 3>() = s * A * b.inertia.inverse() * A.transpose();
+  }
+  const Tree::Vec bias = Tree::Vec::Constant(1e-3);
+  Tree::Vec sink = Tree::Vec::Zero();
+  auto leaf_in_full = [&](int i) {
+    auto& node = core.leaf(i);
+    node.set_shared_k(K[static_cast<std::size_t>(i)]);
+    for (auto& b : node.b) b = bias;
+  };
+  auto leaf_in_bias = [&](int i) {
+    for (auto& b : core.leaf(i).b) b = bias;
+  };
+  auto leaf_out = [&](int i) {
+    for (const auto& f : core.leaf(i).f) sink += f;
+  };
+  core.solve(rows, parallel, leaf_in_full, leaf_out);
+  for (auto _ : state) {
+    if (full) core.solve(rows, parallel, leaf_in_full, leaf_out);
+    else core.solve_bias(rows, parallel, leaf_in_bias, leaf_out);
+    benchmark::DoNotOptimize(sink.data());
+  }
+  if (core.any_singular()) state.SkipWithError("a singular elimination: the rows are wrong");
+  state.counters["per_body"] =
+      benchmark::Counter(static_cast<double>(n) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert, benchmark::Counter::OneK::kIs1000);
+}
+
 }  // namespace
 
 BENCHMARK(DcaRhs)->ArgsProduct({benchmark::CreateRange(2, 1024, 2), {1, 2}})->ArgNames({"n", "threads"})->Unit(benchmark::kMicrosecond);
 BENCHMARK(HdcaRhs)->ArgsProduct({benchmark::CreateRange(2, 1024, 2), {1, 2}})->ArgNames({"n", "threads"})->Unit(benchmark::kMicrosecond);
 
 BENCHMARK(Ali3Step)->ArgsProduct({benchmark::CreateRange(2, 1024, 2), {1, 2}})->ArgNames({"n", "threads"})->Unit(benchmark::kMicrosecond);
+
+BENCHMARK(TreePass)->ArgsProduct({{8, 128, 1024}, {1, 0}})->ArgNames({"n", "full"})->Unit(benchmark::kMicrosecond);
 
 BENCHMARK(HdcaLoopRhs)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(DcaLoopRhs)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
