@@ -16,6 +16,7 @@
 #include "treedyn/dc_core.hpp"
 #include "treedyn/formulations.hpp"
 #include "treedyn/generators.hpp"
+#include "treedyn/kinematics.hpp"
 #include "treedyn/model_json.hpp"
 
 namespace {
@@ -82,12 +83,12 @@ void Ali3Step(benchmark::State& state) {
 
 /// One pass of the shared assembly tree (dc::HandleTree, 6-D, as ali3 and the implicit
 /// integrators use it) on the n-link chain's spherical joints, with the leaves doing nothing but
-/// set their bias and read their loads: the floor under every formulation's pass. Rows in twist
-/// space, G = [I, -skew(arm)] on the parent side and its negative on the child side, arms at the
-/// initial state; each leaf's K is its body's inverse spatial inertia at the centre of mass,
-/// scaled by h^2/4 (ali3's tangent, Eq. 23). range(1): 1 a full pass (eliminations built), 0 a
-/// bias-only pass on the held eliminations (Newton's later iterations, the acceleration
-/// projection).
+/// set their bias and read their loads: the floor under every formulation's pass. Each joint's
+/// rows are its constraint block's twist Jacobians at the initial state (ConstraintSet; a chain
+/// has one block per joint, no drivers); each leaf's K is its body's inverse spatial inertia at
+/// the centre of mass, scaled by h^2/4 (ali3's tangent, Eq. 23). range(1): 1 a full pass
+/// (eliminations built), 0 a bias-only pass on the held eliminations (Newton's later
+/// iterations, the acceleration projection).
 void TreePass(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const bool full = state.range(1) != 0;
@@ -96,24 +97,21 @@ void TreePass(benchmark::State& state) {
   const AssemblyTree tree(model, topology, 1);
   const Parallel parallel(1);
   using Tree = dc::HandleTree<double, 6>;
-  std::vector<dc::JointSides> sides;
+  const ConstraintSet constraints(model);
+  std::vector<ConstraintBlock> blocks;
+  constraints.evaluate(0.0, initial_state(model), blocks);
+  std::vector<dc::JointSides> sides(model.joints.size());
   std::vector<dc::JointRows<double, 6>> rows(model.joints.size());
-  auto arm = [&](int body, const Frame& frame) -> Vec3 {
-    if (body == kGround) return frame.origin;
-    const Body& b = model.bodies[static_cast<std::size_t>(body)];
-    return b.orientation * frame.origin;
-  };
-  for (std::size_t j = 0; j < model.joints.size(); ++j) {
-    const Joint& joint = model.joints[j];
-    sides.push_back({joint.parent, joint.child, 3});
-    auto& jr = rows[j];
-    jr.reset(3);
-    jr.compliance = 1e-9;
-    jr.G_p.block<3, 3>(0, 0).setIdentity();
-    jr.G_p.block<3, 3>(0, 3) = -skew<double>(arm(joint.parent, joint.parent_frame));
-    jr.G_c.block<3, 3>(0, 0) = -Mat3::Identity();
-    jr.G_c.block<3, 3>(0, 3) = skew<double>(arm(joint.child, joint.child_frame));
-    jr.r.head<3>().setConstant(1e-6);
+  for (int k = 0; k < constraints.block_count(); ++k) {
+    const ConstraintBlock& b = blocks[static_cast<std::size_t>(k)];
+    const auto j = static_cast<std::size_t>(constraints.joint_of_block(k));
+    const int m = b.size();
+    sides[j] = {b.parent, b.child, m};
+    rows[j].reset(m);
+    rows[j].compliance = 1e-9;
+    if (b.parent != kGround) rows[j].G_p.topRows(m) = b.J_P;
+    rows[j].G_c.topRows(m) = b.J_C;
+    rows[j].r.head(m).setConstant(1e-6);
   }
   Tree core(tree, sides, InverseMethod::Cholesky, dc::LeafBlocks::Shared);
   const double s = 0.25 * 0.01 * 0.01;
