@@ -25,8 +25,8 @@ using namespace treedyn;
 
 void time_rhs(benchmark::State& state, const Model& model, const std::string& formulation, int threads) {
   FormulationSettings settings;
-  settings.threads = threads;
-  auto f = make_formulation(formulation, model, settings);
+  settings.threading.threads = threads;
+  auto f = make_formulation(formulation, share(model), settings);
   OdeSystem& ode = *f->ode();
   const Eigen::VectorXd y = f->ode_state();
   Eigen::VectorXd ydot(y.size());
@@ -62,13 +62,13 @@ void Ali3Step(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const Model model = make_chain(n, JointType::Spherical);
   FormulationSettings settings = suggested_settings(model, "ali3", CompareOptions{});
-  settings.threads = static_cast<int>(state.range(1));
+  settings.threading.threads = static_cast<int>(state.range(1));
   std::unique_ptr<Formulation> f;
   int steps = 500;
   for (auto _ : state) {
     if (steps == 500) {
       state.PauseTiming();
-      f = make_formulation("ali3", model, settings);
+      f = make_formulation("ali3", share(model), settings);
       steps = 0;
       state.ResumeTiming();
     }
@@ -95,7 +95,7 @@ void TreePass(benchmark::State& state) {
   const Model model = make_chain(n, JointType::Spherical);
   const Topology topology(model);
   const AssemblyTree tree(model, topology, 1);
-  const Parallel parallel(1);
+  const Parallel parallel;
   using Tree = dc::HandleTree<double, 6>;
   const ConstraintSet constraints(model);
   std::vector<ConstraintBlock> blocks;

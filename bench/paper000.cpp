@@ -36,7 +36,7 @@ using study::sci;
 FormulationSettings ali3(double alpha, int newton_max, bool project_accelerations = true, int threads = 1) {
   FormulationSettings s;
   s.dt = 0.01;
-  s.threads = threads;
+  s.threading.threads = threads;
   s.ali3.alpha = alpha;
   s.ali3.newton_max = newton_max;
   s.ali3.project_accelerations = project_accelerations;

@@ -62,8 +62,8 @@ Run simulate(const Model& model, const std::string& formulation, const std::stri
   double best = INFINITY;
   for (int repeat = 0; repeat < 3; ++repeat) {
     Series samples;
-    auto f = make_formulation(formulation, model, settings);
-    const SimulationResult r = run_simulation(model, *f, options, &samples);
+    Simulator simulator(share(model), formulation, settings);
+    const SimulationResult r = run_simulation(simulator, options, &samples);
     run.ok = r.ok();
     best = std::min(best, r.wall_seconds);
     run.steps = r.stats.steps;

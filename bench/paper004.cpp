@@ -45,8 +45,8 @@ SimulationResult run(const Model& model, const std::string& formulation, const F
   RunOptions options;
   options.t_end = 1.0;
   options.dt = 5e-3;  // output interval (the fixed-step runs step at settings.dt)
-  auto f = make_formulation(formulation, model, settings);
-  return run_simulation(model, *f, options, &out);
+  Simulator simulator(share(model), formulation, settings);
+  return run_simulation(simulator, options, &out);
 }
 
 }  // namespace

@@ -19,8 +19,8 @@ inline SimulationResult run(const Model& model, const std::string& formulation, 
   RunOptions options;
   options.t_end = t_end;
   options.dt = every;
-  auto f = make_formulation(formulation, model, settings);
-  return run_simulation(model, *f, options, sink);
+  Simulator simulator(share(model), formulation, settings);
+  return run_simulation(simulator, options, sink);
 }
 
 /// x with `digits` significant digits.

@@ -74,7 +74,7 @@ using CompareProgress = std::function<void(const CompareRow&)>;
 /// for a formulation's failure: its row says what happened while the others still run. With
 /// `output_dir`, each run's trajectory.csv, metrics.csv and summary.json go to output_dir/<name>/.
 /// Throws std::invalid_argument for an unknown formulation name or a bad option.
-CompareReport compare_formulations(const Model& model, const CompareOptions& options,
+CompareReport compare_formulations(const std::shared_ptr<const Model>& model, const CompareOptions& options,
                                    const std::string& output_dir = {}, const CompareProgress& progress = {});
 
 std::string compare_csv(const CompareReport& report);

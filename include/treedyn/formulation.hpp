@@ -1,13 +1,21 @@
-// treedyn — the small interface between the Simulation and any formulation.
+// treedyn — the small interface between the Simulator and any formulation.
 //
-// A formulation owns its coordinates and workspaces. The Simulation only asks it to advance to a
-// time and to report a Snapshot in absolute terms, which the common metrics and writers use.
+// A formulation owns its coordinates and workspaces. The Simulator only asks it to step, to
+// advance to a time, to restart from a state and to report the state in absolute terms
+// (BodyState, Snapshot), which the common metrics, writers and joint coordinates use.
+//
+// Lifetime: a formulation holds its Model and its ExternalLoads by shared pointer, so both live
+// as long as it does (make_formulation, formulations.hpp). Threads: one formulation is used by one
+// thread at a time (it owns the workspaces its passes write); many formulations may share one
+// Model on many threads.
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "treedyn/external_loads.hpp"
 #include "treedyn/integrators.hpp"
 #include "treedyn/kinematics.hpp"
 
@@ -38,13 +46,34 @@ struct SolverStats {
 class Formulation {
  public:
   virtual ~Formulation() = default;
+  Formulation(const Formulation&) = delete;
+  Formulation& operator=(const Formulation&) = delete;
+
   virtual std::string name() const = 0;
   /// The time integration scheme in use (for summaries).
   virtual std::string integrator() const = 0;
   virtual double time() const = 0;
-  /// Advances to t (>= time()). Throws SimulationError when it cannot.
+  /// Advances to t (>= time()). Throws SimulationError when it cannot. Adaptive integrators may
+  /// step past t internally and interpolate back to it.
   virtual void advance_to(double t) = 0;
-  /// The state at time(), accelerations included.
+  /// One step of the formulation's own: the fixed step dt of fixed-step integrators, ali3 and the
+  /// implicit integrators; one internal step of an adaptive integrator, as long as its error
+  /// control allows. Throws SimulationError when it cannot.
+  virtual void step() = 0;
+  /// Restarts at time t from absolute body states (positions and velocities; accelerations are
+  /// recomputed), which must satisfy the joints: the caller checks them (Simulator::set_state).
+  /// Adaptive integrators start afresh (a new first step, order 1 for adams and bdf). The
+  /// counters in stats() go on.
+  virtual void set_state(double t, const SystemState& bodies) = 0;
+  /// The loads applied from outside changed without a change of state (ExternalLoads): an
+  /// integrator whose history assumes smooth loads restarts at the current state (the adaptive
+  /// ones, as after set_state), ali3 recomputes its accelerations and multipliers. The default
+  /// does nothing (every step evaluates the loads afresh).
+  virtual void loads_changed() {}
+  /// Positions and velocities of the bodies at time() (accelerations left zero): cheaper than
+  /// snapshot().
+  virtual void bodies(SystemState& out) = 0;
+  /// The state at time(), accelerations and reactions included.
   virtual void snapshot(Snapshot& out) = 0;
   virtual SolverStats stats() const = 0;
   /// Model features this formulation ignores, and similar notices (read after a run: notices
@@ -59,6 +88,19 @@ class Formulation {
   /// the right-hand side alone). Null for step-based formulations.
   virtual OdeSystem* ode() { return nullptr; }
   virtual Eigen::VectorXd ode_state() const { return {}; }
+
+  const Model& model() const { return *model_; }
+  const std::shared_ptr<const Model>& model_ptr() const { return model_; }
+  /// Loads applied from outside the model (may be null: none).
+  const ExternalLoads* external_loads() const { return external_.get(); }
+
+ protected:
+  /// Throws std::invalid_argument for a null model or external loads made for another model.
+  Formulation(std::shared_ptr<const Model> model, std::shared_ptr<const ExternalLoads> external);
+
+ private:
+  std::shared_ptr<const Model> model_;
+  std::shared_ptr<const ExternalLoads> external_;
 };
 
 }  // namespace treedyn

@@ -1,4 +1,8 @@
 // treedyn — the catalogue of formulations and the settings that configure any of them.
+//
+// Most programs use a Simulator (simulator.hpp), which makes its formulation with
+// make_formulation; benchmarks and studies that need a formulation's own interface (its ODE, say)
+// make one directly.
 #pragma once
 
 #include <memory>
@@ -20,7 +24,7 @@ struct FormulationSettings {
   std::optional<std::string> integrator;   // default: the formulation's own
   std::optional<double> rtol, atol;        // default: the formulation's own
   double dt = 0.01;                        // fixed-step: the step
-  int threads = 1;
+  Threading threading;                     // threads of the tree passes, serial threshold, pinning
   ReferenceOptions reference;              // formulation-specific defaults live in these
   DcaOptions dca;
   HdcaOptions hdca;
@@ -35,8 +39,11 @@ struct FormulationInfo {
 
 const std::vector<FormulationInfo>& formulation_catalog();
 
-/// Throws std::invalid_argument for an unknown name (listing the known ones) or a bad setting.
-std::unique_ptr<Formulation> make_formulation(const std::string& name, const Model& model,
-                                              const FormulationSettings& settings);
+/// Throws std::invalid_argument for an unknown name (listing the known ones), a null model or a
+/// bad setting. The formulation shares the model and the external loads (which may be null): they
+/// live as long as it does.
+std::unique_ptr<Formulation> make_formulation(const std::string& name, std::shared_ptr<const Model> model,
+                                              const FormulationSettings& settings,
+                                              std::shared_ptr<const ExternalLoads> external = nullptr);
 
 }  // namespace treedyn

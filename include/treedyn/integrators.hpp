@@ -73,10 +73,19 @@ class Integrator {
  public:
   virtual ~Integrator() = default;
   virtual std::string name() const = 0;
-  /// Starts (or restarts) at (t0, y0).
+  /// Starts (or restarts) at (t0, y0). A restart keeps the settings and the counters in stats();
+  /// an adaptive method starts afresh (a new first step; adams and bdf at order 1), which costs
+  /// it a few short steps (SUNDIALS' ReInit: no allocation).
   virtual void reset(double t0, const Eigen::VectorXd& y0) = 0;
-  /// Advances to t_out and writes the state there into y. Throws SimulationError.
+  /// Advances to t_out and writes the state there into y. Adaptive methods may step past t_out
+  /// internally and interpolate back (and go on from their internal state next time). Throws
+  /// SimulationError.
   virtual void advance(double t_out, Eigen::VectorXd& y) = 0;
+  /// One step: the fixed step (`IntegratorOptions::step`) of a fixed-step method, one internal
+  /// step of an adaptive one (its size chosen by its error control; `IntegratorOptions::step`
+  /// only scales the very first). Writes the state into y and returns the time reached. Throws
+  /// SimulationError.
+  virtual double step(Eigen::VectorXd& y) = 0;
   const IntegratorStats& stats() const { return stats_; }
 
  protected:

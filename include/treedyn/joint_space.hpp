@@ -60,9 +60,11 @@ struct JointMotion {
   Vec6 kappa = Vec6::Zero();  // relative acceleration bias (after move())
 };
 
+/// Refers to its model, which must outlive it (it copies what it needs of the topology).
 class JointSpace {
  public:
   JointSpace(const Model& model, const Topology& topology);
+  JointSpace(const Model&&, const Topology&) = delete;  // keeps a reference: not to a temporary
 
   int nq() const { return nq_; }
   int nv() const { return nv_; }

@@ -76,10 +76,12 @@ void driver_constraint(const Driver& driver, const Joint& joint, double t, const
                        ConstraintBlock& out, ConstraintParts parts = {});
 
 /// All constraint equations of a model: joints in model order, then drivers. Row offsets are
-/// fixed; evaluation allocates nothing once the blocks exist.
+/// fixed; evaluation allocates nothing once the blocks exist. Refers to its model, which must
+/// outlive it.
 class ConstraintSet {
  public:
   explicit ConstraintSet(const Model& model);
+  explicit ConstraintSet(const Model&&) = delete;  // keeps a reference: not to a temporary
   int rows() const { return rows_; }
   int block_count() const { return static_cast<int>(offsets_.size()); }
   int offset(int block) const { return offsets_[static_cast<std::size_t>(block)]; }

@@ -1,17 +1,24 @@
 // treedyn — applied loads on absolute body states: gravity, point-to-point and rotational
-// spring-dampers, body forces and torques, joint actuators. (Coulomb friction depends on joint
-// reactions and is applied by the formulations that support it.)
+// spring-dampers, body forces and torques, joint actuators, and the loads applied from outside
+// the model (external_loads.hpp: a controller's efforts, wrenches and load function). (Coulomb
+// friction depends on joint reactions and is applied by the formulations that support it.)
+//
+// Lifetime: an AppliedLoads refers to its model and external loads, which must outlive it; it
+// cannot be made from a temporary model.
 #pragma once
 
 #include <vector>
 
+#include "treedyn/external_loads.hpp"
 #include "treedyn/kinematics.hpp"
 
 namespace treedyn {
 
 class AppliedLoads {
  public:
-  explicit AppliedLoads(const Model& model);
+  /// `external`: loads from outside the model added to the model's own (null: none).
+  explicit AppliedLoads(const Model& model, const ExternalLoads* external = nullptr);
+  AppliedLoads(const Model&&, const ExternalLoads* = nullptr) = delete;
 
   /// Each body's applied wrench [force; torque about its centre of mass], global frame.
   void evaluate(double t, const SystemState& state, std::vector<Vec6>& wrenches) const;
@@ -19,19 +26,24 @@ class AppliedLoads {
   Vec6 weight(int body) const;
   /// True if gravity is the only load: then weight(i) is every body's whole applied wrench, and
   /// a formulation can compute it body by body (in its parallel passes) instead of evaluate().
-  bool gravity_only() const;
+  /// False while external loads are applied.
+  bool gravity_only() const { return model_gravity_only_ && !(external_ && external_->active()); }
 
   /// Gravity potential plus the energy stored in springs.
   double potential_energy(const SystemState& state) const;
 
-  /// Power of the non-conservative loads (dampers, body forces and torques, actuators).
+  /// Power of the non-conservative loads (dampers, body forces and torques, actuators, external
+  /// loads).
   double nonconservative_power(double t, const SystemState& state) const;
 
   /// Rotational springs and actuators measure angles continuously through many turns by
   /// unwrapping against the last state given here (call after each accepted step).
   void update_angle_references(const SystemState& state);
-  /// True if the model has loads that measure joint angles (so update_angle_references matters).
-  bool measures_angles() const { return !angle_reference_.empty(); }
+  /// True if the model has loads that measure joint angles, or external loads keep joint angles
+  /// continuous (so update_angle_references matters).
+  bool measures_angles() const {
+    return !angle_reference_.empty() || (external_ && external_->map().has_angles());
+  }
 
  private:
   struct SpringKinematics {
@@ -45,6 +57,8 @@ class AppliedLoads {
                       std::vector<Vec6>& wrenches) const;
 
   const Model* model_;
+  const ExternalLoads* external_;
+  bool model_gravity_only_;
   std::vector<double> angle_reference_;  // one slot per rotational spring, then per actuator
 };
 

@@ -28,13 +28,19 @@ struct MetricsSample {
 
 double kinetic_energy(const Model& model, const SystemState& state);
 
+/// Lifetime: a Metrics refers to its model and external loads, which must outlive it.
 class Metrics {
  public:
-  explicit Metrics(const Model& model);
+  /// `external`: loads applied from outside the model, whose work enters the energy balance (may
+  /// be null: none).
+  explicit Metrics(const Model& model, const ExternalLoads* external = nullptr);
+  explicit Metrics(const Model&&, const ExternalLoads* = nullptr) = delete;
   /// Evaluates a sample; successive calls accumulate the work of non-conservative loads.
   MetricsSample evaluate(const Snapshot& snapshot);
   /// Errors of every constraint block at one state (accelerations taken from the state).
   std::vector<ConstraintErrors> constraint_errors(double t, const SystemState& state) const;
+  /// Gravity's potential and the energy stored in the model's springs.
+  double potential_energy(const SystemState& state) const { return loads_.potential_energy(state); }
 
  private:
   double power(const Snapshot& s) const;

@@ -8,6 +8,7 @@
 // body's own (centroidal) frame, whatever form the user gave them in.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -208,5 +209,12 @@ struct Model {
   int constraint_equation_count() const;
   bool operator==(const Model&) const = default;
 };
+
+/// A model as simulators and formulations hold it: immutable and shared, so that it lives as long
+/// as the last of them (treedyn::share(read_model_file(path)) is safe; nothing refers to a
+/// temporary).
+using ModelPtr = std::shared_ptr<const Model>;
+/// Moves a model into shared ownership.
+inline ModelPtr share(Model model) { return std::make_shared<const Model>(std::move(model)); }
 
 }  // namespace treedyn

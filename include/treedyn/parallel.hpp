@@ -15,12 +15,13 @@
 #include <exception>
 #include <vector>
 
+#include "treedyn/threading.hpp"
 #include "treedyn/topology.hpp"
 
 namespace treedyn {
 
-/// Pins OpenMP's worker threads (the k-th to the k-th CPU this process may use), once per team
-/// size, unless OMP_PROC_BIND is set. Threads that migrate between cores lose the subtrees' data
+/// Pins OpenMP's worker threads (the k-th to the k-th CPU this process may use; thread 0 is the
+/// caller), once per team size, unless OMP_PROC_BIND is set. Only when asked (Threading::pin). Threads that migrate between cores lose the subtrees' data
 /// in their caches; on a two-core machine pinning makes two threads 1.5x faster instead of at
 /// times slower than one.
 void pin_threads(int threads);
@@ -57,23 +58,19 @@ class RegionErrors {
 
 class Parallel {
  public:
-  /// Trees with fewer bodies run their passes, and loops with fewer items their iterations,
-  /// serially whatever the thread count: on the two-core development VM a fork and join costs
-  /// 3 us and a barrier 1.4 us, and two threads made an ali3 step of a 64-body chain 1.5x slower
-  /// and of a 128-body chain 1.07x slower (docs/benchmarks.md). 128 is where they break even.
-  static constexpr int kMinParallelBodies = 128;
-  static constexpr std::size_t kMinParallelTreeNodes = 2 * kMinParallelBodies - 1;
-
   /// threads <= 1: serial. Levels with fewer nodes than `min_parallel_nodes` run serially.
-  explicit Parallel(int threads = 1, int min_parallel_nodes = 4)
-      : threads_(std::max(1, threads)), min_parallel_nodes_(std::max(1, min_parallel_nodes)) {}
+  explicit Parallel(const Threading& threading = {}, int min_parallel_nodes = 4)
+      : threads_(std::max(1, threading.threads)),
+        min_parallel_bodies_(std::max(1, threading.min_parallel_bodies)),
+        min_parallel_nodes_(std::max(1, min_parallel_nodes)),
+        pin_(threading.pin) {}
 
   int threads() const { return threads_; }
 
-  /// f(i) for i in [0, count) (serially below kMinParallelBodies items).
+  /// f(i) for i in [0, count) (serially below Threading::min_parallel_bodies items).
   template <class F>
   void for_each(int count, F&& f) const {
-    if (threads_ == 1 || count < kMinParallelBodies) {
+    if (threads_ == 1 || count < min_parallel_bodies_) {
       for (int i = 0; i < count; ++i) f(i);
       return;
     }
@@ -174,12 +171,15 @@ class Parallel {
   /// Pins the team before the first parallel region, so that a Parallel whose work stays serial
   /// (small models) leaves the process's threads where the system puts them.
   void pin() const {
-    if (pinned_) return;
+    if (pinned_ || !pin_) return;
     pin_threads(threads_);
     pinned_ = true;
   }
 
-  bool serial(const AssemblyTree& tree) const { return threads_ == 1 || tree.nodes().size() < kMinParallelTreeNodes; }
+  /// A tree of n bodies has 2 n - 1 nodes.
+  bool serial(const AssemblyTree& tree) const {
+    return threads_ == 1 || tree.nodes().size() < 2 * static_cast<std::size_t>(min_parallel_bodies_) - 1;
+  }
 
   /// The first of the upper levels from which on every level is too small to share among threads
   /// (upper.size() if the root's level is not): pass() runs them, the root and back in one
@@ -242,7 +242,9 @@ class Parallel {
   }
 
   int threads_;
+  int min_parallel_bodies_;
   int min_parallel_nodes_;
+  bool pin_;
   mutable bool pinned_ = false;  // set from the calling thread, before any region
 };
 

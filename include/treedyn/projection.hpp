@@ -23,6 +23,7 @@ namespace treedyn {
 class ConstraintMatrix {
  public:
   explicit ConstraintMatrix(const Model& model);
+  explicit ConstraintMatrix(const Model&&) = delete;  // keeps a reference: not to a temporary
   /// Evaluates the constraints, J, M^-1 J' and S = J M^-1 J' at (t, state) and factorises S.
   void factorise(double t, const SystemState& state);
   /// x = S^+ rhs.
@@ -51,6 +52,7 @@ class ConstraintMatrix {
 class ConstraintProjector {
  public:
   explicit ConstraintProjector(const Model& model);
+  explicit ConstraintProjector(const Model&&) = delete;  // keeps a reference: not to a temporary
   /// Projects positions; returns the final max |Phi|. Stops at `tolerance` or after max_iterations.
   double project_positions(double t, SystemState& state, double tolerance = 1e-12, int max_iterations = 20);
   /// Projects velocities onto J V + Phi_t = 0 (at the current positions).
@@ -64,12 +66,17 @@ class ConstraintProjector {
   Eigen::VectorXd correction_;
 };
 
-/// Violations of the joints and drivers by the model's initial state.
+/// Violations of the joints and drivers by a state.
 struct ConsistencyReport {
   double max_position_error = 0.0, max_velocity_error = 0.0;
   std::vector<std::string> violations;  // one line per violating joint or driver
   bool consistent() const { return violations.empty(); }
 };
+/// Every joint's and driver's largest violation at (t, state), at position and velocity level; a
+/// violation above `tolerance` (or not finite) is listed, its message starting with `which`.
+ConsistencyReport check_state(const Model& model, double t, const SystemState& state, double tolerance,
+                              const std::string& which = "");
+/// The same for the model's initial state at t = 0 ("initial positions violate it by ...").
 ConsistencyReport check_initial_state(const Model& model, double tolerance);
 
 /// What --assemble did to each body.
@@ -81,8 +88,10 @@ struct AssemblyReport {
   std::string summary(const Model& model) const;
 };
 
-/// Returns the model with its initial state projected onto the constraints (positions, then
-/// velocities; drivers included). Throws ModelError if the positions cannot be assembled.
+/// The state projected onto the constraints at time t (positions, then velocities; drivers
+/// included), mass-orthogonally. Throws ModelError if the positions cannot be assembled.
+SystemState assemble_state(const Model& model, double t, SystemState state, AssemblyReport& report);
+/// Returns the model with its initial state so projected.
 Model assemble_initial_state(const Model& model, AssemblyReport& report);
 
 }  // namespace treedyn

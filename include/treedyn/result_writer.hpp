@@ -17,8 +17,10 @@ namespace treedyn {
 
 class ResultWriter : public SampleSink {
  public:
-  /// Creates `directory` if needed; throws std::runtime_error if files cannot be opened.
+  /// Creates `directory` if needed; throws std::runtime_error if files cannot be opened. Refers to
+  /// `model`, which must outlive the writer.
   ResultWriter(const Model& model, const std::string& directory);
+  ResultWriter(const Model&&, const std::string&) = delete;  // keeps a reference: not to a temporary
   ~ResultWriter() override;
   ResultWriter(const ResultWriter&) = delete;
   ResultWriter& operator=(const ResultWriter&) = delete;

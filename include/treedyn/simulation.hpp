@@ -1,5 +1,6 @@
-// treedyn — the time loop: advances a formulation, samples it, computes the metrics, hands each
-// sample to the writers, and turns a failure into a result that says when and what.
+// treedyn — a whole run: a loop over the Simulator's advance_to (one code path with stepping
+// from C++), which samples it, computes the metrics, hands each sample to the writers, and turns
+// a failure into a result that says when and what.
 #pragma once
 
 #include <functional>
@@ -9,6 +10,7 @@
 
 #include "treedyn/formulation.hpp"
 #include "treedyn/metrics.hpp"
+#include "treedyn/simulator.hpp"
 
 namespace treedyn {
 
@@ -56,11 +58,13 @@ struct SimulationResult {
 
 using ProgressCallback = std::function<void(double t, double t_end)>;
 
-/// Runs `formulation` from its current time to options.t_end. Never throws for a failure of the
-/// simulation itself: the result says "failed", when and why, and the samples already written
-/// stay written.
-SimulationResult run_simulation(const Model& model, Formulation& formulation, const RunOptions& options,
-                                SampleSink* sink = nullptr, const ProgressCallback& progress = {});
+/// Runs `simulator` from its current time to options.t_end, sampling at its time and every
+/// options.dt after it (fixed-step formulations take their own steps in between). Never throws for
+/// a failure of the simulation itself: the result says "failed", when and why, and the samples
+/// already written stay written. Throws std::invalid_argument for bad options and
+/// std::logic_error for a simulator whose last step failed.
+SimulationResult run_simulation(Simulator& simulator, const RunOptions& options, SampleSink* sink = nullptr,
+                                const ProgressCallback& progress = {});
 
 /// Throws SimulationError naming the first body whose state is not finite.
 void check_finite(const Model& model, const Snapshot& snapshot);

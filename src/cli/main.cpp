@@ -14,12 +14,13 @@
 #include "treedyn/generators.hpp"
 #include "treedyn/integrators.hpp"
 #include "treedyn/model_json.hpp"
-#include "treedyn/parallel.hpp"
-#include "treedyn/plot.hpp"
+#include "treedyn/threading.hpp"
+#include "plot.hpp"
 #include "treedyn/projection.hpp"
 #include "treedyn/result_writer.hpp"
 #include "treedyn/simulation.hpp"
 #include "treedyn/topology.hpp"
+#include "treedyn/version.hpp"
 
 namespace {
 
@@ -137,7 +138,8 @@ void plot(const std::string& dir, bool quiet) {
 }
 
 int simulate(const SimulateArgs& a) {
-  Model model = load_consistent_model(a.model_path, a.assemble, a.tolerance, a.quiet);
+  const auto model_ptr = std::make_shared<const Model>(load_consistent_model(a.model_path, a.assemble, a.tolerance, a.quiet));
+  const Model& model = *model_ptr;
   const std::string formulation = !a.formulation.empty() ? a.formulation : model.defaults.formulation.value_or("reference");
   RunOptions run;
   run.t_end = !std::isnan(a.t_end) ? a.t_end : model.defaults.t_end.value_or(10.0);
@@ -145,7 +147,8 @@ int simulate(const SimulateArgs& a) {
   run.sample_every = a.sample_every;
   FormulationSettings settings;
   settings.dt = run.dt;
-  settings.threads = a.threads;
+  settings.threading.threads = a.threads;
+  settings.threading.pin = true;  // the command line owns its process: pinning makes two threads pay off
   if (!a.integrator.empty()) settings.integrator = a.integrator;
   else if (model.defaults.integrator && !model.defaults.formulation) settings.integrator = model.defaults.integrator;
   if (!std::isnan(a.rtol)) settings.rtol = a.rtol;
@@ -169,11 +172,11 @@ int simulate(const SimulateArgs& a) {
   }
   settings.implicit.linear_solver =
       a.linear_solver == "sparse" ? ImplicitOptions::LinearSolver::Sparse : ImplicitOptions::LinearSolver::Tree;
-  auto f = make_formulation(formulation, model, settings);
+  Simulator simulator(model_ptr, formulation, settings, a.tolerance);
   const std::string out_dir = !a.output.empty() ? a.output : "results/" + model.name;
   ResultWriter writer(model, out_dir);
   ProgressBar bar(!a.quiet);
-  const SimulationResult r = run_simulation(model, *f, run, &writer, [&](double t, double te) { bar.update(t, te); });
+  const SimulationResult r = run_simulation(simulator, run, &writer, [&](double t, double te) { bar.update(t, te); });
   bar.done();
   writer.finish(r);
   for (const auto& w : r.warnings) std::cerr << "warning: " << w << "\n";
@@ -249,13 +252,14 @@ void write_text(const std::string& path, const std::string& text) {
 
 int compare(const std::string& path, const CompareArgs& a, double t_end, int threads, bool assemble, bool quiet,
             bool plots) {
-  const Model model = load_consistent_model(path, assemble, 1e-6, quiet);
+  const auto model_ptr = std::make_shared<const Model>(load_consistent_model(path, assemble, 1e-6, quiet));
+  const Model& model = *model_ptr;
   CompareOptions options = a.options();
   if (!std::isnan(t_end)) options.t_end = t_end;
   options.threads = threads;
   const std::string dir = !a.output.empty() ? a.output : "results/" + model.name + "/compare";
   std::filesystem::create_directories(dir);
-  const CompareReport report = compare_formulations(model, options, dir, [&](const CompareRow& row) {
+  const CompareReport report = compare_formulations(model_ptr, options, dir, [&](const CompareRow& row) {
     if (!quiet) std::printf("  %-15s %s%s\n", row.formulation.c_str(), row.status.c_str(),
                             row.status == "ok" ? (" in " + sci(row.result.wall_seconds) + " s wall").c_str() : "");
   });
@@ -341,9 +345,11 @@ int info(const std::string& path) {
 
 int main(int argc, char** argv) {
   const std::string threads_help =
-      "threads for the tree passes (models under " + std::to_string(Parallel::kMinParallelBodies) + " bodies run serially)";
+      "threads for the tree passes (models under " + std::to_string(Threading::kDefaultMinParallelBodies) +
+      " bodies run serially)";
   CLI::App app{"treedyn: dynamics of constrained multi-rigid-body systems by divide and conquer"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("treedyn ") + treedyn::version());
   app.footer(list_formulations());
 
   SimulateArgs sim;
@@ -360,7 +366,9 @@ int main(int argc, char** argv) {
   s->add_option("--sample-every", sim.sample_every, "write every k-th step")->capture_default_str()->check(kPositive);
   s->add_option("--output,-o", sim.output, "output directory (default: results/<model name>)");
   s->add_flag("--assemble", sim.assemble, "project an inconsistent initial state onto the constraints");
-  s->add_option("--consistency-tol", sim.tolerance, "largest initial constraint violation accepted")->capture_default_str();
+  s->add_option("--consistency-tol", sim.tolerance, "largest initial constraint violation accepted")
+      ->capture_default_str()
+      ->check(kPositive);
   s->add_flag("--quiet,-q", sim.quiet, "print nothing but errors");
   s->add_flag("--profile", sim.profile, "print the time split per stage of the formulation");
   s->add_flag("--plot", sim.plot, "draw the results as SVG with gnuplot (as `treedyn plot` does)");

@@ -66,15 +66,17 @@ std::string reference_note(const Model& model, const CompareOptions& options, bo
 namespace compare_detail {
 
 /// Runs one formulation; `record` receives its samples, `reference` (if any) measures them.
-CompareRow run_row(const Model& model, const std::string& name, const CompareOptions& options, const RunOptions& run,
-                   const std::string& output_dir, const PositionTrack* reference, SampleSink* record) {
+CompareRow run_row(const std::shared_ptr<const Model>& model_ptr, const std::string& name, const CompareOptions& options,
+                   const RunOptions& run, const std::string& output_dir, const PositionTrack* reference,
+                   SampleSink* record) {
+  const Model& model = *model_ptr;
   CompareRow row;
   row.formulation = name;
   const FormulationSettings settings = suggested_settings(model, name, options);
   row.settings = describe_settings(name, settings);
-  std::unique_ptr<Formulation> formulation;
+  std::unique_ptr<Simulator> simulator;
   try {
-    formulation = make_formulation(name, model, settings);
+    simulator = std::make_unique<Simulator>(model_ptr, name, settings);
   } catch (const std::exception& e) {  // options were validated: this is the model's refusal
     row.status = "unsupported";
     row.message = e.what();
@@ -86,7 +88,7 @@ CompareRow run_row(const Model& model, const std::string& name, const CompareOpt
   if (reference) deviation = std::make_unique<DeviationSink>(*reference);
   Tee tee;
   tee.sinks = {writer.get(), record, deviation.get()};
-  row.result = run_simulation(model, *formulation, run, &tee);
+  row.result = run_simulation(*simulator, run, &tee);
   if (writer) writer->finish(row.result);
   row.status = row.result.status;
   row.message = row.result.message;
@@ -149,7 +151,7 @@ double sample_interval(const CompareOptions& o, double t_end) {
 
 FormulationSettings suggested_settings(const Model& model, const std::string& formulation, const CompareOptions& options) {
   FormulationSettings s;
-  s.threads = options.threads;
+  s.threading.threads = options.threads;
   if (formulation == "dca" || formulation == "hdca") {
     if (options.rtol) s.rtol = s.atol = *options.rtol;
   } else if (formulation == "ali3") {
@@ -188,8 +190,10 @@ std::string describe_settings(const std::string& f, const FormulationSettings& s
          "), " + (o.linear_solver == ImplicitOptions::LinearSolver::Tree ? "tree" : "sparse LU");
 }
 
-CompareReport compare_formulations(const Model& model, const CompareOptions& options, const std::string& output_dir,
-                                   const CompareProgress& progress) {
+CompareReport compare_formulations(const std::shared_ptr<const Model>& model_ptr, const CompareOptions& options,
+                                   const std::string& output_dir, const CompareProgress& progress) {
+  if (!model_ptr) throw std::invalid_argument("compare: the model is a null pointer");
+  const Model& model = *model_ptr;
   compare_detail::validate(options);
   const std::vector<std::string> names = compare_detail::formulation_names(options.formulations);
   CompareReport report;
@@ -203,13 +207,13 @@ CompareReport compare_formulations(const Model& model, const CompareOptions& opt
   compare_detail::PositionTrack reference;
   const bool with_reference = model.body_count() <= options.reference_max_bodies;
   CompareRow reference_row;
-  if (with_reference) reference_row = compare_detail::run_row(model, "reference", options, run, output_dir, nullptr, &reference);
+  if (with_reference) reference_row = compare_detail::run_row(model_ptr, "reference", options, run, output_dir, nullptr, &reference);
   report.reference_note = reference_note(model, options, with_reference, reference_row, reference);
   const compare_detail::PositionTrack* track = with_reference && !reference.t.empty() ? &reference : nullptr;
   for (const std::string& name : names) {
     CompareRow row;
     if (name != "reference") {
-      row = compare_detail::run_row(model, name, options, run, output_dir, track, nullptr);
+      row = compare_detail::run_row(model_ptr, name, options, run, output_dir, track, nullptr);
     } else if (with_reference) {
       row = reference_row;
     } else {

@@ -22,7 +22,8 @@ struct PositionTrack : SampleSink {
 /// Runs one formulation with suggested_settings: its row, with the largest body distance from
 /// `reference` at common times when given; `record` (if any) receives every sample, and with
 /// `output_dir` the run's files go to output_dir/<name>/.
-CompareRow run_row(const Model& model, const std::string& name, const CompareOptions& options, const RunOptions& run,
+CompareRow run_row(const std::shared_ptr<const Model>& model, const std::string& name, const CompareOptions& options,
+                   const RunOptions& run,
                    const std::string& output_dir, const PositionTrack* reference, SampleSink* record);
 
 

@@ -26,10 +26,10 @@ void validate(const ScalingOptions& o) {
 
 /// Runs one formulation on one chain, unless the reference limit or the budget says not to;
 /// measured against `reference` (when there is one) at the common sample times.
-ScalingRow run_point(const Model& chain, const std::string& name, int threads, const ScalingOptions& o,
+ScalingRow run_point(const std::shared_ptr<const Model>& chain, const std::string& name, int threads, const ScalingOptions& o,
                      const ScalingRow* previous, const compare_detail::PositionTrack* reference) {
   ScalingRow row;
-  row.bodies = chain.body_count();
+  row.bodies = chain->body_count();
   row.threads = threads;
   row.formulation = name;
   if (name == "reference" && row.bodies > o.compare.reference_max_bodies) {
@@ -59,9 +59,9 @@ ScalingRow run_point(const Model& chain, const std::string& name, int threads, c
 }
 
 /// The reference's positions on a chain at the common sample times; empty beyond the limit.
-compare_detail::PositionTrack reference_track(const Model& chain, const ScalingOptions& o) {
+compare_detail::PositionTrack reference_track(const std::shared_ptr<const Model>& chain, const ScalingOptions& o) {
   compare_detail::PositionTrack track;
-  if (chain.body_count() > o.compare.reference_max_bodies) return track;
+  if (chain->body_count() > o.compare.reference_max_bodies) return track;
   const RunOptions run{o.t_end, compare_detail::sample_interval(o.compare, o.t_end), 1};
   compare_detail::run_row(chain, "reference", o.compare, run, {}, nullptr, &track);
   return track;
@@ -115,7 +115,7 @@ ScalingReport scaling_study(const ScalingOptions& options, const std::function<v
   const std::vector<std::string> names = compare_detail::formulation_names(options.compare.formulations);
   std::map<std::pair<std::string, int>, ScalingRow> last_run;  // per (formulation, threads)
   for (int n : sizes(options)) {
-    const Model chain = make_chain(n, options.joint);
+    const auto chain = std::make_shared<const Model>(make_chain(n, options.joint));
     const compare_detail::PositionTrack reference = reference_track(chain, options);
     for (const std::string& name : names)
       for (int threads : options.threads) {

@@ -31,29 +31,39 @@ Options with_common(Options o, const FormulationSettings& s) {
 template <class Options>
 Options with_threads(Options o, const FormulationSettings& s) {
   o = with_common(o, s);
-  o.threads = s.threads;
+  o.threading = s.threading;
   return o;
 }
 
 }  // namespace
 
-std::unique_ptr<Formulation> make_formulation(const std::string& name, const Model& model,
-                                              const FormulationSettings& s) {
-  if (name == "reference") return make_reference(model, with_common(s.reference, s));
-  if (name == "dca") return make_dca(model, with_threads(s.dca, s));
-  if (name == "hdca") return make_hdca(model, with_threads(s.hdca, s));
+Formulation::Formulation(std::shared_ptr<const Model> model, std::shared_ptr<const ExternalLoads> external)
+    : model_(std::move(model)), external_(std::move(external)) {
+  if (!model_) throw std::invalid_argument("a formulation needs a model (got a null pointer)");
+  if (external_ && external_->map().body_count() != model_->body_count())
+    throw std::invalid_argument("the external loads were made for a model of " +
+                                std::to_string(external_->map().body_count()) + " bodies, not this one's " +
+                                std::to_string(model_->body_count()));
+}
+
+std::unique_ptr<Formulation> make_formulation(const std::string& name, std::shared_ptr<const Model> model,
+                                              const FormulationSettings& s, std::shared_ptr<const ExternalLoads> external) {
+  if (!model) throw std::invalid_argument("make_formulation: the model is a null pointer");
+  if (name == "reference") return make_reference(std::move(model), with_common(s.reference, s), std::move(external));
+  if (name == "dca") return make_dca(std::move(model), with_threads(s.dca, s), std::move(external));
+  if (name == "hdca") return make_hdca(std::move(model), with_threads(s.hdca, s), std::move(external));
   if (name == "ali3") {
     Ali3Options o = s.ali3;
     o.dt = s.dt;
-    o.threads = s.threads;
-    return make_ali3(model, o);
+    o.threading = s.threading;
+    return make_ali3(std::move(model), o, std::move(external));
   }
   if (name == "half-implicit" || name == "fully-implicit") {
     ImplicitOptions o = s.implicit;
     o.scheme = name == "half-implicit" ? ImplicitOptions::Scheme::HalfImplicit : ImplicitOptions::Scheme::FullyImplicit;
     o.dt = s.dt;
-    o.threads = s.threads;
-    return make_implicit(model, o);
+    o.threading = s.threading;
+    return make_implicit(std::move(model), o, std::move(external));
   }
   std::string known;
   for (const auto& f : formulation_catalog()) known += (known.empty() ? "" : ", ") + f.name;

@@ -38,17 +38,30 @@ class FixedStep : public Integrator {
     const double eps = 1e-12 * std::max(1.0, std::abs(t_out));
     while (t_out - t_ > eps) {
       const double h = std::min(opt_.step, t_out - t_);
-      step(h);
-      t_ = (t_out - (t_ + h) <= eps) ? t_out : t_ + h;
-      if (opt_.project && sys_.project(t_, y_) > 0.0) ++stats_.projections;
-      if (!y_.allFinite()) throw SimulationError(t_, name() + ": the state became non-finite, first " + sys_.describe(static_cast<int>(first_non_finite(y_))));
-      sys_.accept_step(t_, y_);
-      ++stats_.steps;
+      take_step(h, (t_out - (t_ + h) <= eps) ? t_out : t_ + h);
     }
     y = y_;
   }
 
+  double step(Eigen::VectorXd& y) override {
+    take_step(opt_.step, t_ + opt_.step);
+    y = y_;
+    return t_;
+  }
+
  private:
+  /// One step of h, ending at t_end (t_ + h, or an output time it rounds to).
+  void take_step(double h, double t_end) {
+    step(h);
+    t_ = t_end;
+    if (opt_.project && sys_.project(t_, y_) > 0.0) ++stats_.projections;
+    if (!y_.allFinite())
+      throw SimulationError(t_, name() + ": the state became non-finite, first " +
+                                    sys_.describe(static_cast<int>(first_non_finite(y_))));
+    sys_.accept_step(t_, y_);
+    ++stats_.steps;
+  }
+
   void f(double t, const Eigen::VectorXd& y, Eigen::VectorXd& out) {
     sys_.rhs(t, y, out);
     ++stats_.rhs_evaluations;

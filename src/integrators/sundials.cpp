@@ -124,7 +124,12 @@ class ArkodeErk final : public SundialsBase {
 
   void reset(double t0, const Eigen::VectorXd& y0) override {
     load(y0);
-    if (mem_) ERKStepFree(&mem_);
+    pending_ = nullptr;
+    if (mem_) {  // a restart keeps the settings
+      if (ERKStepReInit(mem_, rhs_callback, t0, y_) != ARK_SUCCESS) throw std::runtime_error("ARKODE: ERKStepReInit failed");
+      steps_before_ = fails_before_ = 0;
+      return;
+    }
     mem_ = ERKStepCreate(rhs_callback, t0, y_, ctx_);
     if (!mem_) throw std::runtime_error("ARKODE: ERKStepCreate failed");
     ERKStepSetUserData(mem_, this);
@@ -137,16 +142,12 @@ class ArkodeErk final : public SundialsBase {
     steps_before_ = fails_before_ = 0;
   }
 
-  void advance(double t_out, Eigen::VectorXd& y) override {
-    double t = 0.0;
-    non_finite_.clear();  // a failure reports this output interval's non-finite values only
-    const int flag = ERKStepEvolve(mem_, t_out, y_, &t, ARK_NORMAL);
-    if (flag < 0) fail(t, flag, ERKStepGetReturnFlagName(flag));
-    long steps = 0, fails = 0;
-    ERKStepGetNumSteps(mem_, &steps);
-    ERKStepGetNumErrTestFails(mem_, &fails);
-    count(steps, fails);
-    y = state();
+  void advance(double t_out, Eigen::VectorXd& y) override { evolve(t_out, ARK_NORMAL, y); }
+
+  double step(Eigen::VectorXd& y) override {
+    double now = 0.0;
+    ERKStepGetCurrentTime(mem_, &now);
+    return evolve(now + opt_.step, ARK_ONE_STEP, y);  // the target only scales the first step
   }
 
  private:
@@ -164,6 +165,19 @@ class ArkodeErk final : public SundialsBase {
     }
   }
 
+  double evolve(double t_out, int mode, Eigen::VectorXd& y) {
+    double t = 0.0;
+    non_finite_.clear();  // a failure reports this call's non-finite values only
+    const int flag = ERKStepEvolve(mem_, t_out, y_, &t, mode);
+    if (flag < 0) fail(t, flag, ERKStepGetReturnFlagName(flag));
+    long steps = 0, fails = 0;
+    ERKStepGetNumSteps(mem_, &steps);
+    ERKStepGetNumErrTestFails(mem_, &fails);
+    count(steps, fails);
+    y = state();
+    return t;
+  }
+
   void* mem_ = nullptr;
 };
 
@@ -177,7 +191,12 @@ class Cvode final : public SundialsBase {
 
   void reset(double t0, const Eigen::VectorXd& y0) override {
     load(y0);
-    release();
+    pending_ = nullptr;
+    if (mem_) {  // a restart keeps the settings
+      if (CVodeReInit(mem_, t0, y_) != CV_SUCCESS) throw std::runtime_error("CVODE: CVodeReInit failed");
+      steps_before_ = fails_before_ = 0;
+      return;
+    }
     mem_ = CVodeCreate(name_ == "adams" ? CV_ADAMS : CV_BDF, ctx_);
     if (!mem_) throw std::runtime_error("CVODE: CVodeCreate failed");
     CVodeSetErrHandlerFn(mem_, error_callback, this);
@@ -195,27 +214,12 @@ class Cvode final : public SundialsBase {
     steps_before_ = fails_before_ = 0;
   }
 
-  void advance(double t_out, Eigen::VectorXd& y) override {
-    double t = 0.0;
-    non_finite_.clear();  // a failure reports this output interval's non-finite values only
-    const int flag = CVode(mem_, t_out, y_, &t, CV_NORMAL);
-    if (flag < 0) fail(t, flag, CVodeGetReturnFlagName(flag));
-    long steps = 0, fails = 0;
-    CVodeGetNumSteps(mem_, &steps);
-    CVodeGetNumErrTestFails(mem_, &fails);
-    count(steps, fails);
-    Map state_now = state();
-    sys_.accept_step(t_out, state_now);
-    if (name_ == "adams" && opt_.project) {
-      // CVODE projects only inside BDF; Adams is projected here, at output times, and restarted
-      // when the correction is larger than the absolute tolerance.
-      if (sys_.project(t_out, state_now) > opt_.atol) {
-        ++stats_.projections;
-        CVodeReInit(mem_, t_out, y_);
-        steps_before_ = fails_before_ = 0;
-      }
-    }
-    y = state_now;
+  void advance(double t_out, Eigen::VectorXd& y) override { evolve(t_out, CV_NORMAL, y); }
+
+  double step(Eigen::VectorXd& y) override {
+    double now = 0.0;
+    CVodeGetCurrentTime(mem_, &now);
+    return evolve(now + opt_.step, CV_ONE_STEP, y);  // the target only scales the first step
   }
 
  private:
@@ -231,6 +235,31 @@ class Cvode final : public SundialsBase {
       self->pending_ = std::current_exception();
       return -1;
     }
+  }
+
+  /// CVode in `mode` towards t_out; returns the time reached (t_out in CV_NORMAL mode).
+  double evolve(double t_out, int mode, Eigen::VectorXd& y) {
+    double t = 0.0;
+    non_finite_.clear();  // a failure reports this call's non-finite values only
+    const int flag = CVode(mem_, t_out, y_, &t, mode);
+    if (flag < 0) fail(t, flag, CVodeGetReturnFlagName(flag));
+    long steps = 0, fails = 0;
+    CVodeGetNumSteps(mem_, &steps);
+    CVodeGetNumErrTestFails(mem_, &fails);
+    count(steps, fails);
+    Map state_now = state();
+    sys_.accept_step(t, state_now);
+    if (name_ == "adams" && opt_.project) {
+      // CVODE projects only inside BDF; Adams is projected here, at output times, and restarted
+      // when the correction is larger than the absolute tolerance.
+      if (sys_.project(t, state_now) > opt_.atol) {
+        ++stats_.projections;
+        CVodeReInit(mem_, t, y_);
+        steps_before_ = fails_before_ = 0;
+      }
+    }
+    y = state_now;
+    return t;
   }
 
   void release() {

@@ -89,12 +89,12 @@ std::string block_name(const Model& m, int k) {
 
 }  // namespace
 
-ConsistencyReport check_initial_state(const Model& model, double tolerance) {
+ConsistencyReport check_state(const Model& model, double t, const SystemState& state, double tolerance,
+                              const std::string& which) {
   ConsistencyReport report;
   const ConstraintSet constraints(model);
   std::vector<ConstraintBlock> blocks;
-  const SystemState state = initial_state(model);
-  constraints.evaluate(0.0, state, blocks);
+  constraints.evaluate(t, state, blocks);
   for (int k = 0; k < constraints.block_count(); ++k) {
     const ConstraintBlock& b = blocks[static_cast<std::size_t>(k)];
     if (b.size() == 0) continue;
@@ -105,10 +105,14 @@ ConsistencyReport check_initial_state(const Model& model, double tolerance) {
     const double vel = (b.J_P * V_P + b.J_C * V_C + b.phi_t).cwiseAbs().maxCoeff();
     report.max_position_error = std::max(report.max_position_error, pos);
     report.max_velocity_error = std::max(report.max_velocity_error, vel);
-    if (pos > tolerance) report.violations.push_back(block_name(model, k) + ": initial positions violate it by " + sci(pos));
-    if (vel > tolerance) report.violations.push_back(block_name(model, k) + ": initial velocities violate it by " + sci(vel));
+    if (!(pos <= tolerance)) report.violations.push_back(block_name(model, k) + ": " + which + "positions violate it by " + sci(pos));
+    if (!(vel <= tolerance)) report.violations.push_back(block_name(model, k) + ": " + which + "velocities violate it by " + sci(vel));
   }
   return report;
+}
+
+ConsistencyReport check_initial_state(const Model& model, double tolerance) {
+  return check_state(model, 0.0, initial_state(model), tolerance, "initial ");
 }
 
 std::string AssemblyReport::summary(const Model& model) const {
@@ -121,30 +125,36 @@ std::string AssemblyReport::summary(const Model& model) const {
   return s.str();
 }
 
-Model assemble_initial_state(const Model& model, AssemblyReport& report) {
-  SystemState state = initial_state(model);
+SystemState assemble_state(const Model& model, double t, SystemState state, AssemblyReport& report) {
   const SystemState before = state;
   ConstraintProjector projector(model);
-  report.residual_position = projector.project_positions(0.0, state, 1e-13, 100);
-  if (report.residual_position > 1e-8)
-    throw ModelError("cannot assemble the initial positions: the constraints remain violated by " +
+  report.residual_position = projector.project_positions(t, state, 1e-13, 100);
+  if (!(report.residual_position <= 1e-8))
+    throw ModelError("cannot assemble the positions: the constraints remain violated by " +
                      sci(report.residual_position) + " after 100 projections (are the joints compatible?)");
-  projector.project_velocities(0.0, state);
-  Model out = model;
+  projector.project_velocities(t, state);
   report.moved.clear();
   report.turned.clear();
   report.velocity_change.clear();
+  for (std::size_t i = 0; i < state.size(); ++i) {
+    report.moved.push_back((state[i].r - before[i].r).norm());
+    report.turned.push_back(state[i].q.angularDistance(before[i].q));
+    report.velocity_change.push_back((state[i].v - before[i].v).norm() + (state[i].w - before[i].w).norm());
+  }
+  report.residual_velocity = check_state(model, t, state, 1.0).max_velocity_error;
+  return state;
+}
+
+Model assemble_initial_state(const Model& model, AssemblyReport& report) {
+  const SystemState state = assemble_state(model, 0.0, initial_state(model), report);
+  Model out = model;
   for (std::size_t i = 0; i < state.size(); ++i) {
     Body& b = out.bodies[i];
     b.position = state[i].r;
     b.orientation = state[i].q;
     b.velocity = state[i].v;
     b.angular_velocity = state[i].w;
-    report.moved.push_back((state[i].r - before[i].r).norm());
-    report.turned.push_back(state[i].q.angularDistance(before[i].q));
-    report.velocity_change.push_back((state[i].v - before[i].v).norm() + (state[i].w - before[i].w).norm());
   }
-  report.residual_velocity = check_initial_state(out, 1.0).max_velocity_error;
   return out;
 }
 

@@ -16,7 +16,8 @@ double kinetic_energy(const Model& model, const SystemState& state) {
   return T;
 }
 
-Metrics::Metrics(const Model& model) : model_(&model), loads_(model), constraints_(model) {}
+Metrics::Metrics(const Model& model, const ExternalLoads* external)
+    : model_(&model), loads_(model, external), constraints_(model) {}
 
 std::vector<ConstraintErrors> Metrics::constraint_errors(double t, const SystemState& state) const {
   constraints_.evaluate(t, state, blocks_);

@@ -16,21 +16,26 @@ void check_finite(const Model& model, const Snapshot& s) {
   }
 }
 
-SimulationResult run_simulation(const Model& model, Formulation& formulation, const RunOptions& options,
-                                SampleSink* sink, const ProgressCallback& progress) {
+SimulationResult run_simulation(Simulator& sim, const RunOptions& options, SampleSink* sink,
+                                const ProgressCallback& progress) {
   using Clock = std::chrono::steady_clock;
+  const Model& model = sim.model();
+  const double t0 = sim.time();
+  if (!(options.dt > 0.0) || !std::isfinite(options.dt))
+    throw std::invalid_argument("run: dt must be a positive number, got " + sci(options.dt));
+  if (!(options.t_end >= t0) || !std::isfinite(options.t_end))
+    throw std::invalid_argument("run: t_end = " + sci(options.t_end) + " must be finite and not before t = " + sci(t0));
+  if (sim.failed()) throw std::logic_error("run: the simulator's last step failed; reset() it first");
   SimulationResult result;
-  result.formulation = formulation.name();
-  result.integrator = formulation.integrator();
+  result.formulation = sim.formulation_name();
+  result.integrator = sim.formulation().integrator();
   result.dt = options.dt;
   result.t_end = options.t_end;
-  const double t0 = formulation.time();
   result.t_reached = t0;
-  Metrics metrics(model);
-  Snapshot snapshot;
+  Metrics metrics(model, &sim.inputs());
   double wall = 0.0;
   auto sample = [&](bool first) {
-    formulation.snapshot(snapshot);
+    const Snapshot& snapshot = sim.snapshot();
     check_finite(model, snapshot);
     const MetricsSample m = metrics.evaluate(snapshot);
     if (first) result.energy_initial = m.total;
@@ -43,11 +48,10 @@ SimulationResult run_simulation(const Model& model, Formulation& formulation, co
     result.constraint_error_max.velocity = std::max(result.constraint_error_max.velocity, m.max.velocity);
     result.constraint_error_max.acceleration = std::max(result.constraint_error_max.acceleration, m.max.acceleration);
     ++result.samples;
-    if (sink) sink->write(snapshot, m, formulation.stats());
+    if (sink) sink->write(snapshot, m, sim.stats());
   };
 
   try {
-    if (!(options.dt > 0.0) || !(options.t_end >= t0)) throw SimulationError(t0, "dt must be positive and t_end >= t0");
     // t_end = t0: the initial sample alone (an integrator cannot be asked to advance by nothing).
     const long steps = options.t_end > t0 ? std::max(1L, std::lround((options.t_end - t0) / options.dt)) : 0L;
     const int every = std::max(1, options.sample_every);
@@ -55,7 +59,7 @@ SimulationResult run_simulation(const Model& model, Formulation& formulation, co
     for (long k = 1; k <= steps; ++k) {
       const double t = k == steps ? options.t_end : t0 + static_cast<double>(k) * options.dt;
       const auto start = Clock::now();
-      formulation.advance_to(t);
+      sim.advance_to(t);
       wall += std::chrono::duration<double>(Clock::now() - start).count();
       result.t_reached = t;
       if (k % every == 0 || k == steps) sample(false);
@@ -71,10 +75,10 @@ SimulationResult run_simulation(const Model& model, Formulation& formulation, co
     result.failure_time = result.t_reached;
   }
   result.wall_seconds = wall;
-  result.stats = formulation.stats();
-  result.warnings = formulation.warnings();  // after the run: some notices arise during it
-  result.stage_seconds = formulation.stage_seconds();
-  result.diagnostics = formulation.diagnostics();
+  result.stats = sim.stats();
+  result.warnings = sim.warnings();  // after the run: some notices arise during it
+  result.stage_seconds = sim.formulation().stage_seconds();
+  result.diagnostics = sim.formulation().diagnostics();
   return result;
 }
 

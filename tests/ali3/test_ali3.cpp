@@ -9,7 +9,7 @@
 #include "treedyn/generators.hpp"
 #include "treedyn/model_builder.hpp"
 #include "treedyn/model_json.hpp"
-#include "treedyn/parallel.hpp"
+#include "treedyn/threading.hpp"
 
 using namespace treedyn;
 
@@ -18,7 +18,7 @@ namespace {
 FormulationSettings ali3(double dt, double alpha, int newton_max, int threads = 1) {
   FormulationSettings s;
   s.dt = dt;
-  s.threads = threads;
+  s.threading.threads = threads;
   s.ali3.alpha = alpha;
   s.ali3.newton_max = newton_max;
   return s;
@@ -243,14 +243,16 @@ TEST(Ali3, IndefiniteGeometricStiffnessStopsWithTheBodysName) {
 TEST(Ali3, AnErrorInsideAParallelPassStopsTheRun) {
   FormulationSettings s = ali3(0.01, 1e9, 3);
   s.ali3.geometric_stiffness = true;
-  s.threads = 2;
-  const auto r = test::simulate(balanced_bodies(Parallel::kMinParallelBodies), "ali3", s, 0.1, 0.05);
+  s.threading.threads = 2;
+  const auto r = test::simulate(balanced_bodies(Threading::kDefaultMinParallelBodies), "ali3", s, 0.1, 0.05);
   EXPECT_FALSE(r.ok());
   EXPECT_NE(r.message.find("is not positive definite"), std::string::npos) << r.message;
 }
 
 TEST(Ali3, IdenticalForOneAndTwoThreads) {
-  test::expect_identical_for_one_and_two_threads(make_chain(Parallel::kMinParallelBodies, JointType::Spherical), "ali3", ali3(0.01, 1e9, 3), 0.5);
+  test::expect_identical_for_one_and_two_threads(make_chain(128, JointType::Spherical), "ali3", ali3(0.01, 1e9, 3), 0.5);
+  for (const char* name : {"loop8", "double_loop8", "four_bar"})
+    test::expect_identical_for_one_and_two_threads(read_model_file(test::model_path(name)), "ali3", ali3(0.01, 1e6, 3), 0.5);
 }
 
 // A setup that cannot work (weak penalty, huge step) stops with status "failed", a message saying
@@ -276,8 +278,8 @@ TEST(Ali3, RefusesBadOptions) {
 // three separate advances of 0.0067 s.
 TEST(Ali3, OutputIntervalsAreCoveredByEqualSteps) {
   const Model m = model("spatial_double_pendulum");
-  auto at_once = make_formulation("ali3", m, ali3(0.01, 1e6, 3));
-  auto stepwise = make_formulation("ali3", m, ali3(0.01, 1e6, 3));
+  auto at_once = make_formulation("ali3", share(m), ali3(0.01, 1e6, 3));
+  auto stepwise = make_formulation("ali3", share(m), ali3(0.01, 1e6, 3));
   at_once->advance_to(0.0201);
   for (int k = 1; k <= 3; ++k) stepwise->advance_to(0.0201 * k / 3.0);
   EXPECT_EQ(at_once->stats().steps, 3);

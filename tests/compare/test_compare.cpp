@@ -38,7 +38,7 @@ CompareOptions over(double t_end) {
 // their order, the independent check, is the next test. Position-level constraints: every method is index 3 or integrates joint
 // coordinates, so 1e-6 m bounds them all (measured <= 5e-9).
 TEST(Compare, DoublePendulumRunsUnderEveryFormulationWithinItsAccuracy) {
-  const CompareReport report = compare_formulations(pendulum(), over(1.0));
+  const CompareReport report = compare_formulations(share(pendulum()), over(1.0));
   ASSERT_EQ(report.rows.size(), formulation_catalog().size());
   for (const CompareRow& r : report.rows) {
     EXPECT_EQ(r.status, "ok") << r.formulation << ": " << r.message;
@@ -70,7 +70,7 @@ TEST(Compare, DeviationsShrinkAtEachMethodsOrder) {
     o.formulations = {"ali3", "half-implicit", "fully-implicit"};
     o.dt = h;
     o.sample_interval = 0.01;  // the same sample times for both steps
-    return compare_formulations(pendulum(), o);
+    return compare_formulations(share(pendulum()), o);
   };
   const CompareReport coarse = deviations(0.005), fine = deviations(0.0025);
   const double ali3 = row(coarse, "ali3").position_deviation / row(fine, "ali3").position_deviation;
@@ -84,11 +84,13 @@ TEST(Compare, DeviationIsTheLargestBodyDistanceAtCommonTimes) {
   const Model model = pendulum();
   CompareOptions o = over(0.5);
   o.formulations = {"dca"};
-  const CompareReport report = compare_formulations(model, o);
+  const CompareReport report = compare_formulations(share(model), o);
   RunOptions run{0.5, 0.01, 1};
   Recording ref, dca;
-  run_simulation(model, *make_formulation("reference", model, suggested_settings(model, "reference", o)), run, &ref);
-  run_simulation(model, *make_formulation("dca", model, suggested_settings(model, "dca", o)), run, &dca);
+  Simulator reference(share(model), "reference", suggested_settings(model, "reference", o));
+  Simulator dca_run(share(model), "dca", suggested_settings(model, "dca", o));
+  run_simulation(reference, run, &ref);
+  run_simulation(dca_run, run, &dca);
   ASSERT_EQ(ref.snapshots.size(), dca.snapshots.size());
   double expected = 0.0;
   for (std::size_t k = 0; k < ref.snapshots.size(); ++k) {
@@ -114,7 +116,7 @@ TEST(Compare, RefusalsAndFailuresAreReportedWhileTheOthersRun) {
   const Model crank = read_model_file(test::model_path("slider_crank"));  // a driver: dca and hdca refuse it
   CompareOptions o = over(0.5);
   o.alpha = 10.0;  // far too weak a penalty for ali3 at h = 0.01 (paper 000 uses 1e6)
-  const CompareReport report = compare_formulations(crank, o);
+  const CompareReport report = compare_formulations(share(crank), o);
   for (const char* refused : {"dca", "hdca"}) {
     EXPECT_EQ(row(report, refused).status, "unsupported");
     EXPECT_NE(row(report, refused).message.find("drivers"), std::string::npos) << row(report, refused).message;
@@ -133,7 +135,7 @@ TEST(Compare, NoReferenceRunBeyondTheBodyLimit) {
   CompareOptions o = over(0.2);
   o.formulations = {"reference", "hdca"};
   o.reference_max_bodies = 1;
-  const CompareReport report = compare_formulations(pendulum(), o);
+  const CompareReport report = compare_formulations(share(pendulum()), o);
   EXPECT_EQ(row(report, "reference").status, "skipped");
   EXPECT_EQ(row(report, "hdca").status, "ok");
   EXPECT_TRUE(std::isnan(row(report, "hdca").position_deviation));
@@ -144,14 +146,14 @@ TEST(Compare, BadRequestsAreRefusedBeforeAnyRun) {
   CompareOptions o = over(0.1);
   o.formulations = {"dca", "featherstone"};
   try {
-    compare_formulations(pendulum(), o);
+    compare_formulations(share(pendulum()), o);
     FAIL() << "no error";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("unknown formulation 'featherstone'"), std::string::npos) << e.what();
   }
   o.formulations.clear();
   o.dt = -0.01;
-  EXPECT_THROW(compare_formulations(pendulum(), o), std::invalid_argument);
+  EXPECT_THROW(compare_formulations(share(pendulum()), o), std::invalid_argument);
 }
 
 TEST(Compare, WritesCsvAndEachRunsResults) {
@@ -159,7 +161,7 @@ TEST(Compare, WritesCsvAndEachRunsResults) {
   std::filesystem::remove_all(dir);
   CompareOptions o = over(0.2);
   o.formulations = {"hdca", "half-implicit"};
-  const CompareReport report = compare_formulations(pendulum(), o, dir);
+  const CompareReport report = compare_formulations(share(pendulum()), o, dir);
   for (const char* f : {"reference", "hdca", "half-implicit"})
     EXPECT_TRUE(std::filesystem::exists(dir + "/" + f + "/summary.json")) << f;
   const std::string csv = compare_csv(report);
@@ -229,7 +231,7 @@ TEST(Compare, Ali3PenaltyFollowsMassAndStepOnDrivenMechanisms) {
     CompareOptions o = over(1.0);
     o.formulations = {"ali3"};
     EXPECT_DOUBLE_EQ(suggested_settings(model, "ali3", o).ali3.alpha, alpha) << name;
-    const CompareReport report = compare_formulations(model, o);
+    const CompareReport report = compare_formulations(share(model), o);
     EXPECT_EQ(row(report, "ali3").status, "ok") << name << ": " << row(report, "ali3").message;
     EXPECT_LT(row(report, "ali3").position_deviation, 1e-6) << name;
   }

@@ -9,7 +9,7 @@
 #include "treedyn/generators.hpp"
 #include "treedyn/model_builder.hpp"
 #include "treedyn/model_json.hpp"
-#include "treedyn/parallel.hpp"
+#include "treedyn/threading.hpp"
 
 using namespace treedyn;
 
@@ -18,7 +18,7 @@ namespace {
 FormulationSettings tolerance(double tol, int threads = 1) {
   FormulationSettings s;
   s.rtol = s.atol = tol;
-  s.threads = threads;
+  s.threading.threads = threads;
   return s;
 }
 
@@ -78,7 +78,10 @@ TEST(Dca, LoopDriftGrowsWithoutBaumgarteAndStaysSmallWithIt) {
 }
 
 TEST(Dca, ResultsAreIdenticalForOneAndTwoThreads) {
-  test::expect_identical_for_one_and_two_threads(make_chain(Parallel::kMinParallelBodies, JointType::Spherical), "dca", tolerance(1e-8), 0.2);
+  test::expect_identical_for_one_and_two_threads(make_chain(128, JointType::Spherical), "dca", tolerance(1e-8), 0.2);
+  for (const char* name : {"loop8", "double_loop8"})
+    test::expect_identical_for_one_and_two_threads(read_model_file(test::model_path(name)), "dca", tolerance(1e-8), 0.2);
+  test::expect_identical_for_one_and_two_threads(test::branched_tree(), "dca", tolerance(1e-8), 0.2);
 }
 
 TEST(Dca, JointReactionsMatchTheReference) {
@@ -90,7 +93,7 @@ TEST(Dca, FreeFloatingChainConservesMomentum) {
 }
 
 TEST(Dca, RightHandSideAllocatesNothing) {
-  auto f = make_formulation("dca", make_chain(64, JointType::Spherical), {});
+  auto f = make_formulation("dca", share(make_chain(64, JointType::Spherical)), {});
   EXPECT_EQ(test::rhs_allocations(*f), 0);
 }
 
@@ -101,7 +104,7 @@ TEST(Dca, RefusesDriversWithAClearMessage) {
 // Explicit Euler at a step far too large blows the pendulum up; the run stops with a message
 // that names the joint whose acceleration went non-finite first, and keeps the samples.
 TEST(Dca, NonFiniteAccelerationsNameTheJoint) {
-  FormulationSettings s;
+  FormulationSettings s{};
   s.integrator = "euler";
   s.dt = 0.3;
   for (const char* formulation : {"dca", "hdca"}) {

@@ -11,7 +11,7 @@
 #include "treedyn/joint_space.hpp"
 #include "treedyn/metrics.hpp"
 #include "treedyn/model_json.hpp"
-#include "treedyn/parallel.hpp"
+#include "treedyn/threading.hpp"
 
 using namespace treedyn;
 
@@ -20,7 +20,7 @@ namespace {
 FormulationSettings tolerance(double tol, int threads = 1) {
   FormulationSettings s;
   s.rtol = s.atol = tol;
-  s.threads = threads;
+  s.threading.threads = threads;
   return s;
 }
 
@@ -89,7 +89,7 @@ TEST(Hdca, PlanarDoublePendulumMatchesLagrangeEquations) {
 // kinetic energy, which is quadratic in v (so the differences are exact up to round-off).
 TEST(Hdca, InitialMomentaAreTheGradientOfTheKineticEnergy) {
   for (const Model& m : {moving_tree(), paper_model("loop8")}) {
-    const auto f = make_formulation("hdca", m, {});
+    const auto f = make_formulation("hdca", share(m), {});
     const JointSpace js(m, Topology(m));
     Eigen::VectorXd q, v;
     js.coordinates(initial_state(m), q, v);
@@ -161,7 +161,10 @@ TEST(Hdca, VelocityErrorControlKeepsALongChainAccurate) {
 }
 
 TEST(Hdca, ResultsAreIdenticalForOneAndTwoThreads) {
-  test::expect_identical_for_one_and_two_threads(make_chain(Parallel::kMinParallelBodies, JointType::Spherical), "hdca", tolerance(1e-8), 0.2);
+  test::expect_identical_for_one_and_two_threads(make_chain(128, JointType::Spherical), "hdca", tolerance(1e-8), 0.2);
+  for (const char* name : {"loop8", "double_loop8"})
+    test::expect_identical_for_one_and_two_threads(read_model_file(test::model_path(name)), "hdca", tolerance(1e-8), 0.2);
+  test::expect_identical_for_one_and_two_threads(test::branched_tree(), "hdca", tolerance(1e-8), 0.2);
   test::expect_identical_for_one_and_two_threads(paper_model("double_loop8"), "hdca", tolerance(1e-8), 0.2);
 }
 
@@ -170,7 +173,7 @@ TEST(Hdca, JointReactionsMatchTheReference) { test::expect_reactions_match_refer
 
 TEST(Hdca, RightHandSideAllocatesNothing) {
   for (const Model& m : {make_chain(64, JointType::Spherical), paper_model("double_loop8")}) {
-    auto f = make_formulation("hdca", m, {});
+    auto f = make_formulation("hdca", share(m), {});
     EXPECT_EQ(test::rhs_allocations(*f), 0) << m.name;
   }
 }

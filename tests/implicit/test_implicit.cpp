@@ -10,7 +10,7 @@
 #include "treedyn/errors.hpp"
 #include "treedyn/generators.hpp"
 #include "treedyn/model_json.hpp"
-#include "treedyn/parallel.hpp"
+#include "treedyn/threading.hpp"
 #include "treedyn/projection.hpp"
 
 using namespace treedyn;
@@ -168,8 +168,10 @@ TEST(Implicit, FrictionOpposesSlidingAndLoadsTheDriver) {
 }
 
 TEST(Implicit, IdenticalForOneAndTwoThreads) {
-  for (const char* scheme : kSchemes)
-    test::expect_identical_for_one_and_two_threads(make_chain(Parallel::kMinParallelBodies, JointType::Spherical), scheme, implicit(1e-3), 0.1);
+  for (const char* scheme : kSchemes) {
+    test::expect_identical_for_one_and_two_threads(make_chain(128, JointType::Spherical), scheme, implicit(1e-3), 0.1);
+    test::expect_identical_for_one_and_two_threads(read_model_file(test::model_path("loop8")), scheme, implicit(1e-3), 0.1);
+  }
 }
 
 // A step too large for the Newton iteration ends the run with status "failed", the time and a
@@ -193,7 +195,7 @@ TEST(Implicit, RedundantConstraintsNeedTheTreeSolver) {
   const Model m = model("four_bar");
   EXPECT_TRUE(test::simulate(m, "half-implicit", implicit(1e-3), 0.5, 0.1).ok());
   try {  // the consistent initial accelerations already meet the singular matrix
-    make_formulation("half-implicit", m, implicit(1e-3, ImplicitOptions::LinearSolver::Sparse));
+    make_formulation("half-implicit", share(m), implicit(1e-3, ImplicitOptions::LinearSolver::Sparse));
     ADD_FAILURE() << "the sparse solver accepted a singular Newton matrix";
   } catch (const SimulationError& e) {
     EXPECT_NE(std::string(e.what()).find("singular"), std::string::npos) << e.what();
@@ -232,7 +234,7 @@ TEST(Implicit, StopsAtTheRoundOffFloorAndSaysSo) {
 TEST(Implicit, StepsOnTheTreeAllocateNothing) {
   for (const char* scheme : kSchemes) {
     const Model m = make_chain(32, JointType::Spherical);
-    auto f = make_formulation(scheme, m, implicit(1e-3));
+    auto f = make_formulation(scheme, share(m), implicit(1e-3));
     f->advance_to(1e-3);
     test::CountAllocations counting;
     f->advance_to(0.02);

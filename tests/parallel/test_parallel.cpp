@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -9,6 +11,8 @@
 #include "treedyn/generators.hpp"
 #include "treedyn/parallel.hpp"
 
+#include <omp.h>
+
 using namespace treedyn;
 
 namespace {
@@ -17,7 +21,7 @@ namespace {
 /// non-associative floating-point formula, then a disassembly pushes values back down.
 std::vector<double> run_passes(const AssemblyTree& tree, int threads) {
   std::vector<double> up(tree.nodes().size()), down(tree.nodes().size());
-  const Parallel par(threads, 2);
+  const Parallel par(Threading{.threads = threads}, 2);
   par.assemble(
       tree, [&](int id) { up[static_cast<std::size_t>(id)] = std::sin(1.0 + tree.node(id).body); },
       [&](int id) {
@@ -53,7 +57,7 @@ TEST(Parallel, PassesVisitEveryNodeOnceChildrenBeforeParentsAndBack) {
     const AssemblyTree tree(m, topology, threads);
     std::vector<std::atomic<int>> up(tree.nodes().size()), down(tree.nodes().size());
     std::atomic<int> violations{0};
-    Parallel(threads, 1).assemble(
+    Parallel(Threading{.threads = threads}, 1).assemble(
         tree, [&](int id) { up[static_cast<std::size_t>(id)]++; },
         [&](int id) {
           const AssemblyNode& n = tree.node(id);
@@ -65,7 +69,7 @@ TEST(Parallel, PassesVisitEveryNodeOnceChildrenBeforeParentsAndBack) {
       if (id != tree.root() && down[static_cast<std::size_t>(tree.node(id).parent)] != 1) ++violations;
       if (id != tree.root()) down[static_cast<std::size_t>(id)]++;
     };
-    Parallel(threads, 1).disassemble(tree, from_parent, from_parent);
+    Parallel(Threading{.threads = threads}, 1).disassemble(tree, from_parent, from_parent);
     EXPECT_EQ(violations, 0) << threads;
     for (const auto& u : up) EXPECT_EQ(u, 1);
     for (const auto& d : down) EXPECT_EQ(d, 1);
@@ -90,7 +94,7 @@ TEST(Parallel, SubtreesAndUpperLevelsCoverTheTreeOnce) {
 
 TEST(Parallel, ForEachCoversTheRange) {
   std::vector<int> hits(1000, 0);
-  Parallel(2).for_each(1000, [&](int i) { hits[static_cast<std::size_t>(i)] += 1; });
+  Parallel(Threading{.threads = 2}).for_each(1000, [&](int i) { hits[static_cast<std::size_t>(i)] += 1; });
   EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), 1000);
 }
 
@@ -98,11 +102,11 @@ TEST(Parallel, ForEachCoversTheRange) {
 // tangent is indefinite, a non-finite state) must reach the caller as it does in a serial run,
 // not end the process: OpenMP terminates on an exception that leaves a region.
 TEST(Parallel, AnExceptionInsideAParallelRegionReachesTheCaller) {
-  const Model m = make_chain(Parallel::kMinParallelBodies * 2, JointType::Spherical);
+  const Model m = make_chain(Threading::kDefaultMinParallelBodies * 2, JointType::Spherical);
   const Topology topology(m);
   for (int threads : {1, 2}) {
     const AssemblyTree tree(m, topology, threads);
-    const Parallel par(threads);
+    const Parallel par(Threading{.threads = threads});
     const int failing = static_cast<int>(tree.nodes().size()) - 3;  // deep in the last subtree
     auto throw_at = [&](int id) {
       if (id == failing) throw std::runtime_error("node " + std::to_string(id));
@@ -133,7 +137,7 @@ TEST(Parallel, AnExceptionInsideAParallelRegionReachesTheCaller) {
 // whether the upper levels are shared among threads (min_nodes 1), partly run with the root
 // (4: with three threads, levels of 8 and 4 nodes shared, 2 and 1 not) or all run with it (1000).
 TEST(Parallel, PassRunsItsPhasesInOrder) {
-  const Model m = make_chain(Parallel::kMinParallelBodies * 3, JointType::Spherical);
+  const Model m = make_chain(Threading::kDefaultMinParallelBodies * 3, JointType::Spherical);
   const Topology topology(m);
   for (int threads : {1, 2, 3})
   for (int min_nodes : {1, 4, 1000}) {
@@ -155,7 +159,7 @@ TEST(Parallel, PassRunsItsPhasesInOrder) {
       if (roots != 1 || (id != tree.root() && down[static_cast<std::size_t>(tree.node(id).parent)] != 1)) ++violations;
       down[static_cast<std::size_t>(id)]++;
     };
-    Parallel(threads, min_nodes).pass(
+    Parallel(Threading{.threads = threads}, min_nodes).pass(
         tree, m.body_count(), [&](int i) { before[static_cast<std::size_t>(i)]++; }, on_up, on_up,
         [&] {
           if (up[static_cast<std::size_t>(tree.root())] != 1) ++violations;
@@ -167,4 +171,38 @@ TEST(Parallel, PassRunsItsPhasesInOrder) {
     for (std::size_t id = 0; id < n; ++id)
       EXPECT_TRUE(up[id] == 1 && down[id] == 1) << threads << " threads, min_nodes " << min_nodes << ", node " << id;
   }
+}
+
+// The serial threshold is a setting: below it a tree runs serially whatever the threads, above
+// it the parallel code runs, so that tests can exercise it on small models.
+TEST(Parallel, TheSerialThresholdIsASetting) {
+  const Model m = make_chain(16, JointType::Spherical);
+  const Topology topology(m);
+  const AssemblyTree tree(m, topology, 2);
+  for (int min_bodies : {4, 1000}) {
+    std::atomic<int> region_threads{0};
+    std::vector<char> seen(64, 0);
+    Parallel(Threading{.threads = 2, .min_parallel_bodies = min_bodies}, 1)
+        .assemble(tree, [&](int) {
+#pragma omp critical
+          {
+            const int t = omp_get_thread_num();
+            if (!seen[static_cast<std::size_t>(t)]) ++region_threads;
+            seen[static_cast<std::size_t>(t)] = 1;
+          }
+        }, [](int) {});
+    EXPECT_EQ(region_threads, min_bodies < 16 ? 2 : 1) << "min_parallel_bodies " << min_bodies;
+  }
+}
+
+// The library leaves the host program's CPU affinity alone unless asked to pin (the command-line
+// tool asks).
+TEST(Parallel, ThreadsAreNotPinnedUnlessAsked) {
+  const Model m = make_chain(256, JointType::Spherical);
+  const AssemblyTree tree(m, Topology(m), 2);
+  cpu_set_t before, after;
+  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+  Parallel(Threading{.threads = 2}).assemble(tree, [](int) {}, [](int) {});
+  ASSERT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
+  EXPECT_TRUE(CPU_EQUAL(&before, &after));
 }

@@ -47,12 +47,12 @@ TEST(Simulation, DivergenceEndsTheRunWithAMessageAndKeepsTheResults) {
     FormulationSettings s;
     s.integrator = integrator;
     s.dt = 0.01;
-    auto f = make_formulation("reference", m, s);
+    Simulator sim(share(m), "reference", s);
     ResultWriter writer(m, dir);
     RunOptions run;
     run.t_end = 1.0;
     run.dt = 0.01;
-    const SimulationResult r = run_simulation(m, *f, run, &writer);
+    const SimulationResult r = run_simulation(sim, run, &writer);
     writer.finish(r);
     EXPECT_EQ(r.status, "failed") << integrator;
     EXPECT_NE(r.message.find("t = "), std::string::npos) << r.message;
@@ -75,10 +75,10 @@ TEST(Simulation, DivergenceEndsTheRunWithAMessageAndKeepsTheResults) {
 TEST(Simulation, AnEndTimeAtTheStartGivesTheInitialSampleAlone) {
   const Model m = read_model_file(test::model_path("four_bar"));
   for (const FormulationInfo& info : formulation_catalog()) {
-    auto f = make_formulation(info.name, m, FormulationSettings{});
+    Simulator sim(share(m), info.name);
     RunOptions run;
     run.t_end = 0.0;
-    const SimulationResult r = run_simulation(m, *f, run);
+    const SimulationResult r = run_simulation(sim, run);
     EXPECT_TRUE(r.ok()) << info.name << ": " << r.message;
     EXPECT_EQ(r.samples, 1) << info.name;
     EXPECT_EQ(r.t_reached, 0.0) << info.name;
@@ -89,12 +89,12 @@ TEST(Simulation, AnEndTimeAtTheStartGivesTheInitialSampleAlone) {
 TEST(Simulation, SummaryAndCsvHoldTheDocumentedFields) {
   const Model m = read_model_file(test::model_path("four_bar"));
   const std::string dir = ::testing::TempDir() + "/treedyn_fields";
-  auto f = make_formulation("reference", m, {});
+  Simulator sim(share(m), "reference");
   ResultWriter writer(m, dir);
   RunOptions run;
   run.t_end = 0.1;
   run.dt = 0.01;
-  const SimulationResult r = run_simulation(m, *f, run, &writer);
+  const SimulationResult r = run_simulation(sim, run, &writer);
   writer.finish(r);
   std::ifstream summary(dir + "/summary.json");
   const std::string text((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());

@@ -66,11 +66,11 @@ namespace treedyn::test {
 
 SimulationResult simulate(const Model& model, const std::string& formulation, const FormulationSettings& settings,
                           double t_end, double dt, Recorder* recorder) {
-  auto f = make_formulation(formulation, model, settings);
+  Simulator simulator(std::make_shared<const Model>(model), formulation, settings);
   RunOptions run;
   run.t_end = t_end;
   run.dt = dt;
-  return run_simulation(model, *f, run, recorder);
+  return run_simulation(simulator, run, recorder);
 }
 
 double max_position_difference(const Recorder& a, const Recorder& b) {
@@ -174,9 +174,10 @@ std::pair<Vec3, Vec3> total_momenta(const Model& m, const SystemState& s) {
 void expect_identical_for_one_and_two_threads(const Model& model, const std::string& formulation,
                                               FormulationSettings settings, double t_end) {
   Recorder one, two;
-  settings.threads = 1;
+  settings.threading.min_parallel_bodies = 2;  // small models take the threaded path too
+  settings.threading.threads = 1;
   ASSERT_TRUE(simulate(model, formulation, settings, t_end, 0.05, &one).ok());
-  settings.threads = 2;
+  settings.threading.threads = 2;
   ASSERT_TRUE(simulate(model, formulation, settings, t_end, 0.05, &two).ok());
   ASSERT_EQ(one.snapshots.size(), two.snapshots.size());
   for (std::size_t k = 0; k < one.snapshots.size(); ++k)
@@ -217,7 +218,7 @@ void expect_momentum_conserved(const Model& m, const std::string& formulation, F
 void expect_refused(const Model& model, const std::string& formulation, const FormulationSettings& settings,
                     const std::string& what) {
   try {
-    make_formulation(formulation, model, settings);
+    make_formulation(formulation, std::make_shared<const Model>(model), settings);
     ADD_FAILURE() << formulation << " accepted " << model.name;
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();

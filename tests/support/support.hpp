@@ -72,7 +72,8 @@ Model floating_chain();
 std::pair<Vec3, Vec3> total_momenta(const Model& model, const SystemState& s);
 
 /// Checks every formulation must pass, shared by their tests.
-/// Positions and velocities of every sample are bit-identical with 1 and 2 threads.
+/// Positions, velocities and accelerations of every sample are bit-identical with 1 and 2 threads
+/// (the threaded passes run whatever the model's size: the serial threshold is set to 2 bodies).
 void expect_identical_for_one_and_two_threads(const Model& model, const std::string& formulation,
                                               FormulationSettings settings, double t_end);
 /// Joint reactions against the reference's multipliers (both at rtol = atol = tol), within bound.

@@ -53,6 +53,7 @@
 #include <memory>
 
 #include "treedyn/formulation.hpp"
+#include "treedyn/threading.hpp"
 
 namespace treedyn {
 
@@ -67,10 +68,12 @@ struct Ali3Options {
   /// A step whose last Newton increment exceeds this (||Delta q||, in metres and Euler
   /// parameters) has diverged: the run stops with status "failed".
   double divergence = 1.0;
-  int threads = 1;
+  Threading threading;
 };
 
-/// Throws std::invalid_argument for a bad option.
-std::unique_ptr<Formulation> make_ali3(const Model& model, const Ali3Options& options);
+/// Throws std::invalid_argument for a bad option. `external`: loads applied from outside the
+/// model (may be null).
+std::unique_ptr<Formulation> make_ali3(std::shared_ptr<const Model> model, const Ali3Options& options,
+                                       std::shared_ptr<const ExternalLoads> external = nullptr);
 
 }  // namespace treedyn

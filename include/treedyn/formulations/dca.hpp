@@ -32,6 +32,7 @@
 #include <memory>
 
 #include "treedyn/formulation.hpp"
+#include "treedyn/threading.hpp"
 
 namespace treedyn {
 
@@ -39,13 +40,15 @@ struct DcaOptions {
   std::string integrator = "dopri5";
   double rtol = 1e-6, atol = 1e-6;  // paper 001 sets rtol = atol
   double dt = 0.01;                 // fixed-step integrators: the step
-  int threads = 1;
+  Threading threading;
   /// Baumgarte stabilisation of loop-closing joints: J A = gamma - 2 alpha Phi_dot - beta^2 Phi.
   /// Zero (the default) leaves the loops unstabilised, as in paper 001.
   double baumgarte_alpha = 0.0, baumgarte_beta = 0.0;
 };
 
 /// Throws std::invalid_argument if the model has a feature dca does not support (drivers).
-std::unique_ptr<Formulation> make_dca(const Model& model, const DcaOptions& options);
+/// `external`: loads applied from outside the model (may be null).
+std::unique_ptr<Formulation> make_dca(std::shared_ptr<const Model> model, const DcaOptions& options,
+                                      std::shared_ptr<const ExternalLoads> external = nullptr);
 
 }  // namespace treedyn

@@ -74,6 +74,7 @@
 
 #include "treedyn/formulation.hpp"
 #include "treedyn/linalg.hpp"
+#include "treedyn/threading.hpp"
 
 namespace treedyn {
 
@@ -81,7 +82,7 @@ struct HdcaOptions {
   std::string integrator = "dopri5";
   double rtol = 1e-6, atol = 1e-6;  // paper 001 sets rtol = atol (1e-6 in its Sect. 3.2)
   double dt = 0.01;                 // fixed-step integrators: the step (paper 004: euler, 1e-4)
-  int threads = 1;
+  Threading threading;
   bool planar = false;              // paper 004's planar form (the model must be planar)
   bool single_precision = false;    // float arithmetic (paper 004)
   InverseMethod inverse = InverseMethod::Cholesky;  // AdjugateLdup: paper 004's Sect. 3 inverses
@@ -93,7 +94,9 @@ struct HdcaOptions {
 };
 
 /// Throws std::invalid_argument for a model hdca cannot run (drivers; for the planar form, a
-/// model that is not planar), naming the item.
-std::unique_ptr<Formulation> make_hdca(const Model& model, const HdcaOptions& options);
+/// model that is not planar), naming the item. `external`: loads applied from outside the model
+/// (may be null).
+std::unique_ptr<Formulation> make_hdca(std::shared_ptr<const Model> model, const HdcaOptions& options,
+                                       std::shared_ptr<const ExternalLoads> external = nullptr);
 
 }  // namespace treedyn

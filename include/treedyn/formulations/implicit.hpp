@@ -50,6 +50,7 @@
 #include <optional>
 
 #include "treedyn/formulation.hpp"
+#include "treedyn/threading.hpp"
 
 namespace treedyn {
 
@@ -63,13 +64,15 @@ struct ImplicitOptions {
   /// Stop when ||delta q|| falls below this. Default (paper 002, Sect. 3.1): 1e-10 for the
   /// half-implicit method, 1e-10 / h^2 for the fully-implicit one (its Phi is scaled by 1/h^2).
   std::optional<double> newton_tol;
-  int threads = 1;
+  Threading threading;
   double tolerance(double h) const {
     return newton_tol ? *newton_tol : (scheme == Scheme::HalfImplicit ? 1e-10 : 1e-10 / (h * h));
   }
 };
 
-/// Throws std::invalid_argument for a bad option.
-std::unique_ptr<Formulation> make_implicit(const Model& model, const ImplicitOptions& options);
+/// Throws std::invalid_argument for a bad option. `external`: loads applied from outside the
+/// model (may be null).
+std::unique_ptr<Formulation> make_implicit(std::shared_ptr<const Model> model, const ImplicitOptions& options,
+                                           std::shared_ptr<const ExternalLoads> external = nullptr);
 
 }  // namespace treedyn

@@ -33,6 +33,8 @@ struct ReferenceOptions {
   double dt = 0.01;  // fixed-step integrators: the step
 };
 
-std::unique_ptr<Formulation> make_reference(const Model& model, const ReferenceOptions& options);
+/// `external`: loads applied from outside the model (may be null).
+std::unique_ptr<Formulation> make_reference(std::shared_ptr<const Model> model, const ReferenceOptions& options,
+                                            std::shared_ptr<const ExternalLoads> external = nullptr);
 
 }  // namespace treedyn

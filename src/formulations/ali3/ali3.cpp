@@ -49,30 +49,31 @@ Mat7 mass_matrix(double m, const Mat3& J, const Vec4& p) {
 
 class Ali3 final : public Formulation {
  public:
-  Ali3(const Model& model, const Ali3Options& options)
-      : model_(model),
+  Ali3(std::shared_ptr<const Model> model_ptr, const Ali3Options& options, std::shared_ptr<const ExternalLoads> external)
+      : Formulation(std::move(model_ptr), std::move(external)),
+        model_(model()),
         options_(options),
-        n_(model.body_count()),
-        ctx_(model, 6, "ali3", options.threads),
+        n_(model_.body_count()),
+        ctx_(model_, 6, "ali3", options.threading, external_loads()),
         timer_({"newton", "velocity projection", "acceleration projection"}),
-        state_(initial_state(model)),
+        state_(initial_state(model_)),
         bodies_(static_cast<std::size_t>(n_)),
         blocks_(static_cast<std::size_t>(ctx_.constraints.block_count())),
         wrenches_(static_cast<std::size_t>(n_)),
         lambda_(Eigen::VectorXd::Zero(ctx_.constraints.rows())) {
     check(options);
-    for (const Body& b : model.bodies) inertia_inverse_.push_back(b.inertia.inverse());
+    for (const Body& b : model_.bodies) inertia_inverse_.push_back(b.inertia.inverse());
     if (options.geometric_stiffness) M_check_.assign(static_cast<std::size_t>(n_), Mat7::Zero());
     per_body_.assign(static_cast<std::size_t>(n_), 0.0);
     ctx_.constraints.evaluate(0.0, state_, blocks_);
     core_ = std::make_unique<Tree>(ctx_.tree, ctx_.joint_blocks.sides(), InverseMethod::Cholesky, dc::LeafBlocks::Shared);
-    rows_.resize(model.joints.size());
-    for (const auto& f : model.frictions)
+    rows_.resize(model_.joints.size());
+    for (const auto& f : model_.frictions)
       warnings_.push_back("ali3: Coulomb friction '" + f.name + "' is ignored (not supported by this formulation)");
-    if (!model.springs.empty() || !model.rotational_springs.empty())
+    if (!model_.springs.empty() || !model_.rotational_springs.empty())
       warnings_.push_back("ali3: spring and damper derivatives are left out of the tangent (modified Newton); "
                           "stiff springs may need more iterations");
-    warn_if_penalty_weak(model);
+    warn_if_penalty_weak(model_);
     initialise();
   }
 
@@ -89,6 +90,26 @@ class Ali3 final : public Formulation {
   void advance_to(double t_target) override {
     StageTimer::Scope counting(timer_);
     equal_steps(t_, t_target, options_.dt, [&](double t_next) { step(t_next - t_); });
+  }
+
+  void step() override {
+    StageTimer::Scope counting(timer_);
+    step(options_.dt);
+  }
+
+  void set_state(double t, const SystemState& bodies) override {
+    state_ = bodies;
+    t_ = t;
+    ctx_.loads.update_angle_references(state_);
+    initialise();
+  }
+
+  /// New loads: consistent accelerations and multipliers at t_ (as at t0) start the next step.
+  void loads_changed() override { initialise(); }
+
+  void bodies(SystemState& out) override {
+    out = state_;
+    for (BodyState& b : out) b.a = b.alpha = Vec3::Zero();
   }
 
   void snapshot(Snapshot& out) override {
@@ -419,8 +440,10 @@ class Ali3 final : public Formulation {
     }
     lambda_.setZero();
     add_multipliers(-s);
-    if (core_->any_singular())
+    if (core_->any_singular() && !warned_singular_) {
       warnings_.push_back("ali3: the initial constraint Jacobian is rank deficient; minimum-norm initial multipliers");
+      warned_singular_ = true;
+    }
     check_finite("the initial accelerations");
   }
 
@@ -436,6 +459,7 @@ class Ali3 final : public Formulation {
     t_ = t;
     ++stats_.steps;
     check_finite("the step");
+    if (ctx_.loads.measures_angles()) ctx_.loads.update_angle_references(state_);
   }
 
   /// Step 3 of Sect. 3.5: modified Newton-Raphson with the tangent held from the first iteration.
@@ -574,12 +598,14 @@ class Ali3 final : public Formulation {
   double t_ = 0.0;
   SolverStats stats_;
   std::vector<std::string> warnings_;
+  bool warned_singular_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<Formulation> make_ali3(const Model& model, const Ali3Options& options) {
-  return std::make_unique<Ali3>(model, options);
+std::unique_ptr<Formulation> make_ali3(std::shared_ptr<const Model> model, const Ali3Options& options,
+                                       std::shared_ptr<const ExternalLoads> external) {
+  return std::make_unique<Ali3>(std::move(model), options, std::move(external));
 }
 
 }  // namespace treedyn

@@ -1,6 +1,6 @@
 // What every formulation that integrates an ODE y' = f(t, y) shares (reference, dca, hdca): the
-// integrator, the time and state, statistics, and the per-stage timer that counts only inside
-// advance_to.
+// integrator, the time and state, statistics, the per-stage timer that counts only inside
+// advance_to and step, and the restarts after set_state and loads_changed.
 #pragma once
 
 #include <memory>
@@ -22,6 +22,17 @@ class OdeFormulation : public Formulation, protected OdeSystem {
     integrator_->advance(t, y_);
     t_ = t;
   }
+  void step() override {
+    const StageTimer::Scope counting(timer_);
+    t_ = integrator_->step(y_);
+  }
+  void set_state(double t, const SystemState& bodies) override {
+    state_of_bodies(bodies, y_);
+    restart_loads(bodies);
+    t_ = t;
+    integrator_->reset(t_, y_);
+  }
+  void loads_changed() override { integrator_->reset(t_, y_); }
   SolverStats stats() const override {
     const IntegratorStats& s = integrator_->stats();
     return {s.steps, s.rhs_evaluations, 0, s.projections};
@@ -32,7 +43,14 @@ class OdeFormulation : public Formulation, protected OdeSystem {
   Eigen::VectorXd ode_state() const override { return y_; }
 
  protected:
-  explicit OdeFormulation(StageTimer timer) : timer_(std::move(timer)) {}
+  OdeFormulation(std::shared_ptr<const Model> model, std::shared_ptr<const ExternalLoads> external, StageTimer timer)
+      : Formulation(std::move(model), std::move(external)), timer_(std::move(timer)) {}
+
+  /// The formulation's state y of absolute body states (positions and velocities). Throws
+  /// ModelError naming the joint if they violate a joint of its coordinates.
+  virtual void state_of_bodies(const SystemState& bodies, Eigen::VectorXd& y) = 0;
+  /// Loads that unwrap angles continuously start again from these states.
+  virtual void restart_loads(const SystemState& bodies) = 0;
 
   /// Creates the integrator and starts it at (0, y0). Throws std::invalid_argument for an unknown
   /// integrator name.

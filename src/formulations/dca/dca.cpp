@@ -3,7 +3,7 @@
 
 #include <stdexcept>
 
-#include "../common/acceleration_solver.hpp"
+#include "acceleration_solver.hpp"
 #include "../common/ode_formulation.hpp"
 
 namespace treedyn {
@@ -11,22 +11,23 @@ namespace {
 
 class Dca final : public OdeFormulation {
  public:
-  Dca(const Model& model, const DcaOptions& options)
-      : OdeFormulation(jc::AccelerationSolver::make_timer()),
-        model_(model),
-        solver_(model, options.threads, options.baumgarte_alpha, options.baumgarte_beta) {
-    if (!model.drivers.empty())
+  Dca(std::shared_ptr<const Model> model_ptr, const DcaOptions& options, std::shared_ptr<const ExternalLoads> external)
+      : OdeFormulation(std::move(model_ptr), std::move(external), jc::AccelerationSolver::make_timer()),
+        solver_(model(), external_loads(), options.threading, options.baumgarte_alpha, options.baumgarte_beta) {
+    if (!model().drivers.empty())
       throw std::invalid_argument("dca: drivers (prescribed joint motion) are not supported; use reference");
-    for (const auto& f : model.frictions)
+    for (const auto& f : model().frictions)
       warnings_.push_back("dca: Coulomb friction '" + f.name + "' is ignored (not supported by this formulation)");
-    const JointSpace& joints = solver_.joints();
-    Eigen::VectorXd q, v, y(joints.nq() + joints.nv());
-    joints.coordinates(initial_state(model), q, v);
-    y << q, v;
+    Eigen::VectorXd y;
+    state_of_bodies(initial_state(model()), y);
     start(options.integrator, options.dt, options.rtol, options.atol, std::move(y));
   }
 
   std::string name() const override { return "dca"; }
+
+  void bodies(SystemState& out) override {
+    solver_.kinematics(y_.head(joints().nq()), y_.tail(joints().nv()), out);
+  }
 
   void snapshot(Snapshot& out) override {
     evaluate(t_, y_);
@@ -39,6 +40,14 @@ class Dca final : public OdeFormulation {
 
  private:
   const JointSpace& joints() const { return solver_.joints(); }
+
+  void state_of_bodies(const SystemState& bodies, Eigen::VectorXd& y) override {
+    Eigen::VectorXd q, v;
+    joints().coordinates(bodies, q, v);
+    y.resize(q.size() + v.size());
+    y << q, v;
+  }
+  void restart_loads(const SystemState& bodies) override { solver_.restart_angle_references(bodies); }
   int size() const override { return joints().nq() + joints().nv(); }
   int position_size() const override { return joints().nq(); }
   std::string describe(int index) const override { return joints().describe_state(index, "velocity"); }
@@ -64,14 +73,14 @@ class Dca final : public OdeFormulation {
     solver_.evaluate(t, y.head(joints().nq()), y.tail(joints().nv()), &timer_);
   }
 
-  const Model& model_;
   jc::AccelerationSolver solver_;
 };
 
 }  // namespace
 
-std::unique_ptr<Formulation> make_dca(const Model& model, const DcaOptions& options) {
-  return std::make_unique<Dca>(model, options);
+std::unique_ptr<Formulation> make_dca(std::shared_ptr<const Model> model, const DcaOptions& options,
+                                      std::shared_ptr<const ExternalLoads> external) {
+  return std::make_unique<Dca>(std::move(model), options, std::move(external));
 }
 
 }  // namespace treedyn

@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-#include "../common/acceleration_solver.hpp"
+#include "../dca/acceleration_solver.hpp"
 #include "../common/ode_formulation.hpp"
 #include "hdca_engine.hpp"
 #include "planar_kinematics.hpp"
@@ -19,28 +19,29 @@ class Hdca final : public OdeFormulation {
   static constexpr bool kSingle = std::is_same_v<S, float>;
 
  public:
-  Hdca(const Model& model, const HdcaOptions& options)
-      : OdeFormulation(hdca::Engine<Kin>::make_timer()),
-        topology_(model),
-        tree_(model, topology_, options.threads),
-        engine_(model, topology_, tree_, options.threads, options.inverse),
-        reporter_(model, options.threads),
+  Hdca(std::shared_ptr<const Model> model_ptr, const HdcaOptions& options, std::shared_ptr<const ExternalLoads> external)
+      : OdeFormulation(std::move(model_ptr), std::move(external), hdca::Engine<Kin>::make_timer()),
+        topology_(model()),
+        tree_(model(), topology_, options.threading.threads),
+        engine_(model(), topology_, tree_, external_loads(), options.threading, options.inverse),
+        reporter_(model(), external_loads(), options.threading),
         error_control_(options.error_control) {
-    if (!model.drivers.empty())
+    if (!model().drivers.empty())
       throw std::invalid_argument("hdca: drivers (prescribed joint motion) are not supported; use reference");
-    for (const auto& f : model.frictions)
+    for (const auto& f : model().frictions)
       warnings_.push_back("hdca: Coulomb friction '" + f.name + "' is ignored (not supported by this formulation)");
-    const JointSpace& joints = engine_.joints();
-    Eigen::VectorXd q, v, y(joints.nq() + joints.nv());
-    joints.coordinates(initial_state(model), q, v);
-    y.head(joints.nq()) = q;
-    engine_.momenta(q, v, y.tail(joints.nv()));
-    v_.setZero(joints.nv());
-    round_to_scalar(y);
+    v_.setZero(engine_.joints().nv());
+    Eigen::VectorXd y;
+    state_of_bodies(initial_state(model()), y);
     start(options.integrator, options.dt, options.rtol, options.atol, std::move(y));
   }
 
   std::string name() const override { return "hdca"; }
+
+  void bodies(SystemState& out) override {
+    engine_.velocities(q_of(y_), p_of(y_), v_);
+    reporter_.kinematics(q_of(y_), v_, out);
+  }
 
   void snapshot(Snapshot& out) override {
     engine_.velocities(q_of(y_), p_of(y_), v_);
@@ -56,6 +57,20 @@ class Hdca final : public OdeFormulation {
   const JointSpace& joints() const { return engine_.joints(); }
   auto q_of(const Eigen::Ref<const Eigen::VectorXd>& y) const { return y.head(joints().nq()); }
   auto p_of(const Eigen::Ref<const Eigen::VectorXd>& y) const { return y.tail(joints().nv()); }
+
+  /// y = [q; p]: the joint coordinates of the states and the momenta of their joint velocities.
+  void state_of_bodies(const SystemState& bodies, Eigen::VectorXd& y) override {
+    Eigen::VectorXd q, v;
+    joints().coordinates(bodies, q, v);
+    y.resize(joints().nq() + joints().nv());
+    y.head(joints().nq()) = q;
+    engine_.momenta(q, v, y.tail(joints().nv()));
+    round_to_scalar(y);
+  }
+  void restart_loads(const SystemState& bodies) override {
+    engine_.kinematics().restart_angle_references(bodies);
+    reporter_.restart_angle_references(bodies);
+  }
 
   int size() const override { return joints().nq() + joints().nv(); }
   int position_size() const override { return joints().nq(); }
@@ -114,18 +129,20 @@ class Hdca final : public OdeFormulation {
 };
 
 template <class Kin>
-std::unique_ptr<Formulation> make(const Model& model, const HdcaOptions& options) {
-  return std::make_unique<Hdca<Kin>>(model, options);
+std::unique_ptr<Formulation> make(std::shared_ptr<const Model> model, const HdcaOptions& options,
+                                  std::shared_ptr<const ExternalLoads> external) {
+  return std::make_unique<Hdca<Kin>>(std::move(model), options, std::move(external));
 }
 
 }  // namespace
 
-std::unique_ptr<Formulation> make_hdca(const Model& model, const HdcaOptions& options) {
+std::unique_ptr<Formulation> make_hdca(std::shared_ptr<const Model> model, const HdcaOptions& options,
+                                       std::shared_ptr<const ExternalLoads> external) {
   if (options.planar)
-    return options.single_precision ? make<hdca::PlanarKinematics<float>>(model, options)
-                                    : make<hdca::PlanarKinematics<double>>(model, options);
-  return options.single_precision ? make<hdca::SpatialKinematics<float>>(model, options)
-                                  : make<hdca::SpatialKinematics<double>>(model, options);
+    return options.single_precision ? make<hdca::PlanarKinematics<float>>(std::move(model), options, std::move(external))
+                                    : make<hdca::PlanarKinematics<double>>(std::move(model), options, std::move(external));
+  return options.single_precision ? make<hdca::SpatialKinematics<float>>(std::move(model), options, std::move(external))
+                                  : make<hdca::SpatialKinematics<double>>(std::move(model), options, std::move(external));
 }
 
 }  // namespace treedyn

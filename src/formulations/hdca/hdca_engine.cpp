@@ -7,11 +7,12 @@
 namespace treedyn::hdca {
 
 template <class Kin>
-Engine<Kin>::Engine(const Model& model, const Topology& topology, const AssemblyTree& tree, int threads, InverseMethod inverse)
+Engine<Kin>::Engine(const Model& model, const Topology& topology, const AssemblyTree& tree, const ExternalLoads* external,
+                    const Threading& threading, InverseMethod inverse)
     : model_(model),
-      kin_(model, topology),
+      kin_(model, topology, external),
       core_(tree, kin_.sides(), inverse),
-      parallel_(threads),
+      parallel_(threading),
       incidences_(model.bodies.size()),
       loop_ends_(model.bodies.size()),
       loop_joints_(topology.loop_joints()),

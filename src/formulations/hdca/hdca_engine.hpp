@@ -7,6 +7,7 @@
 
 #include "geometry.hpp"
 #include "treedyn/dc_core.hpp"
+#include "treedyn/external_loads.hpp"
 #include "treedyn/parallel.hpp"
 #include "treedyn/stage_timer.hpp"
 #include "treedyn/topology.hpp"
@@ -28,7 +29,9 @@ class Engine {
     return StageTimer{"kinematics", "rows", "assemble", "base", "disassemble", "velocities", "momentum_rates"};
   }
 
-  Engine(const Model& model, const Topology& topology, const AssemblyTree& tree, int threads, InverseMethod inverse);
+  /// Refers to `model`, `topology`, `tree` and `external` (may be null), which must outlive it.
+  Engine(const Model& model, const Topology& topology, const AssemblyTree& tree, const ExternalLoads* external,
+         const Threading& threading, InverseMethod inverse);
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 

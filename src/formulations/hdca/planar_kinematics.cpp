@@ -51,10 +51,10 @@ void PlanarKinematics<S>::check_planar(const Model& model, const Topology& topol
 }
 
 template <class S>
-PlanarKinematics<S>::PlanarKinematics(const Model& model, const Topology& topology)
+PlanarKinematics<S>::PlanarKinematics(const Model& model, const Topology& topology, const ExternalLoads* external)
     : model_(model),
       joints_(model, topology),
-      loads_(model),
+      loads_(model, external),
       sides_(model.joints.size()),
       tree_index_(model.joints.size(), -1),
       loop_joints_(topology.loop_joints()),

@@ -37,7 +37,8 @@ class PlanarKinematics {
   using Rows = dc::JointRows<S, 3>;
 
   /// Throws std::invalid_argument naming the first item that is not planar or not supported.
-  PlanarKinematics(const Model& model, const Topology& topology);
+  /// Refers to `model`, `topology` and `external` (may be null), which must outlive it.
+  PlanarKinematics(const Model& model, const Topology& topology, const ExternalLoads* external);
 
   const JointSpace& joints() const { return joints_; }
   const std::vector<dc::JointSides>& sides() const { return sides_; }
@@ -65,6 +66,7 @@ class PlanarKinematics {
   }
   double normalize(Eigen::Ref<Eigen::VectorXd>) const { return 0.0; }
   void update_angle_references() { loads_.update_angle_references(bodies_); }
+  void restart_angle_references(const SystemState& bodies) { loads_.update_angle_references(bodies); }
   bool measures_angles() const { return loads_.measures_angles(); }
 
  private:

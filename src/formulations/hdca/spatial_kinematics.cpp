@@ -3,11 +3,11 @@
 namespace treedyn::hdca {
 
 template <class S>
-SpatialKinematics<S>::SpatialKinematics(const Model& model, const Topology& topology)
+SpatialKinematics<S>::SpatialKinematics(const Model& model, const Topology& topology, const ExternalLoads* external)
     : model_(model),
       joints_(model, topology),
       layout_(jc::make_layout(model, joints_)),
-      loads_(model),
+      loads_(model, external),
       loop_joints_(topology.loop_joints()),
       bodies_(initial_state(model)),
       blocks_(model.joints.size()),

@@ -32,7 +32,8 @@ class SpatialKinematics {
   /// In double the engine reads the kinematics' own results; in float, copies rounded to float.
   static constexpr bool kDouble = std::is_same_v<S, double>;
 
-  SpatialKinematics(const Model& model, const Topology& topology);
+  /// Refers to `model`, `topology` and `external` (may be null), which must outlive it.
+  SpatialKinematics(const Model& model, const Topology& topology, const ExternalLoads* external);
 
   const JointSpace& joints() const { return joints_; }
   /// Every model joint's bodies and row count, for the divide-and-conquer core.
@@ -86,6 +87,7 @@ class SpatialKinematics {
   double normalize(Eigen::Ref<Eigen::VectorXd> q) const { return joints_.normalize(q); }
   /// Rotational springs and actuators unwrap their angles against the last move().
   void update_angle_references() { loads_.update_angle_references(bodies_); }
+  void restart_angle_references(const SystemState& bodies) { loads_.update_angle_references(bodies); }
   bool measures_angles() const { return loads_.measures_angles(); }
 
  private:

@@ -61,20 +61,22 @@ Slide slide_of(const Joint& j, const SystemState& s) {
 
 class Implicit final : public Formulation {
  public:
-  Implicit(const Model& model, const ImplicitOptions& options)
-      : model_(model),
+  Implicit(std::shared_ptr<const Model> model_ptr, const ImplicitOptions& options,
+           std::shared_ptr<const ExternalLoads> external)
+      : Formulation(std::move(model_ptr), std::move(external)),
+        model_(model()),
         options_(options),
         half_(options.scheme == Scheme::HalfImplicit),
-        n_(model.body_count()),
-        ctx_(model, 6, name(), options.threads),
+        n_(model_.body_count()),
+        ctx_(model_, 6, name(), options.threading, external_loads()),
         timer_({"residuals and Jacobians", "linear solves"}),
-        state_(initial_state(model)),
+        state_(initial_state(model_)),
         state_n_(state_),
         bodies_(static_cast<std::size_t>(n_)),
         blocks_(static_cast<std::size_t>(ctx_.constraints.block_count())),
         blocks_n_(blocks_),
         wrenches_(static_cast<std::size_t>(n_)),
-        rows_(model.joints.size()),
+        rows_(model_.joints.size()),
         lambda_(Eigen::VectorXd::Zero(ctx_.constraints.rows())),
         mu_(lambda_),
         d_mu_(lambda_) {
@@ -82,7 +84,7 @@ class Implicit final : public Formulation {
     core_ = std::make_unique<Tree>(ctx_.tree, ctx_.joint_blocks.sides(), InverseMethod::Cholesky, dc::LeafBlocks::Shared);
     if (options.linear_solver == ImplicitOptions::LinearSolver::Sparse) setup_sparse();
     setup_frictions();
-    if (!half_ && (!model.springs.empty() || !model.rotational_springs.empty()))
+    if (!half_ && (!model_.springs.empty() || !model_.rotational_springs.empty()))
       warnings_.push_back(name() + ": spring and damper Jacobians are left out of the Newton matrix, as paper 002 "
                                    "leaves out the reaction-force Jacobians; stiff springs converge slowly");
     initialise();
@@ -112,6 +114,25 @@ class Implicit final : public Formulation {
     StageTimer::Scope counting(timer_);
     timer_.start();
     equal_steps(t_, t_target, options_.dt, [&](double t_next) { step(t_next - t_); });  // h in Eqs. 4, 13c
+  }
+
+  void step() override {
+    StageTimer::Scope counting(timer_);
+    timer_.start();
+    step(options_.dt);
+  }
+
+  void set_state(double t, const SystemState& bodies) override {
+    state_ = bodies;
+    t_ = t;
+    ctx_.loads.update_angle_references(state_);
+    for (FrictionLoad& f : frictions_) f.force.setZero();
+    initialise();
+  }
+
+  void bodies(SystemState& out) override {
+    out = state_;
+    for (BodyState& b : out) b.a = b.alpha = Vec3::Zero();
   }
 
   void snapshot(Snapshot& out) override {
@@ -365,9 +386,11 @@ class Implicit final : public Formulation {
       b.wd_bar = b.delta.tail<3>();
       b.x = b.delta;
     }
-    if (!sparse_ && core_->any_singular())
+    if (!sparse_ && core_->any_singular() && !warned_singular_) {
       warnings_.push_back(name() + ": the constraint Jacobian is rank deficient (redundant constraints): "
                                    "minimum-norm multipliers");
+      warned_singular_ = true;
+    }
     blocks_n_ = blocks_;
     state_n_ = state_;
     check_finite("the initial accelerations");
@@ -401,6 +424,7 @@ class Implicit final : public Formulation {
     ++stats_.steps;
     timer_.mark(0);
     check_finite("the step");
+    if (ctx_.loads.measures_angles()) ctx_.loads.update_angle_references(state_);
   }
 
   /// Forces and Jacobians of t_n, rows P_n held for the step (Eq. 12); the iterate starts from
@@ -538,12 +562,14 @@ class Implicit final : public Formulation {
   long roundoff_stops_ = 0;
   std::pair<double, double> first_roundoff_stop_{0.0, 0.0};  // t, ||delta q||
   std::vector<std::string> warnings_;
+  bool warned_singular_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<Formulation> make_implicit(const Model& model, const ImplicitOptions& options) {
-  return std::make_unique<Implicit>(model, options);
+std::unique_ptr<Formulation> make_implicit(std::shared_ptr<const Model> model, const ImplicitOptions& options,
+                                           std::shared_ptr<const ExternalLoads> external) {
+  return std::make_unique<Implicit>(std::move(model), options, std::move(external));
 }
 
 }  // namespace treedyn

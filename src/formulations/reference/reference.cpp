@@ -15,22 +15,28 @@ constexpr int kVel = 6;  // per body: v (3) + w (3)
 
 class Reference final : public OdeFormulation {
  public:
-  Reference(const Model& model, const ReferenceOptions& options)
-      : OdeFormulation(StageTimer{}),
-        model_(model),
-        n_(model.body_count()),
-        loads_(model),
-        matrix_(model),
-        projector_(model),
-        state_(initial_state(model)) {
-    Eigen::VectorXd y(size());
-    pack(state_, y);
+  Reference(std::shared_ptr<const Model> model_ptr, const ReferenceOptions& options,
+            std::shared_ptr<const ExternalLoads> external)
+      : OdeFormulation(std::move(model_ptr), std::move(external), StageTimer{}),
+        model_(model()),
+        n_(model_.body_count()),
+        loads_(model_, external_loads()),
+        matrix_(model_),
+        projector_(model_),
+        state_(initial_state(model_)) {
+    Eigen::VectorXd y;
+    state_of_bodies(state_, y);
     start(options.integrator, options.dt, options.rtol, options.atol, std::move(y));
-    for (const auto& f : model.frictions)
+    for (const auto& f : model_.frictions)
       warnings_.push_back("reference: Coulomb friction '" + f.name + "' is ignored (not supported by this formulation)");
   }
 
   std::string name() const override { return "reference"; }
+
+  void bodies(SystemState& out) override {
+    unpack(y_, out);
+    for (BodyState& b : out) b.a = b.alpha = Vec3::Zero();
+  }
 
   void snapshot(Snapshot& out) override {
     unpack(y_, state_);
@@ -46,6 +52,12 @@ class Reference final : public OdeFormulation {
   }
 
  private:
+  void state_of_bodies(const SystemState& bodies, Eigen::VectorXd& y) override {
+    y.resize(size());
+    pack(bodies, y);
+  }
+  void restart_loads(const SystemState& bodies) override { loads_.update_angle_references(bodies); }
+
   // OdeSystem -------------------------------------------------------------------------------
   int size() const override { return (kPos + kVel) * n_; }
   int position_size() const override { return kPos * n_; }
@@ -154,8 +166,9 @@ class Reference final : public OdeFormulation {
 
 }  // namespace
 
-std::unique_ptr<Formulation> make_reference(const Model& model, const ReferenceOptions& options) {
-  return std::make_unique<Reference>(model, options);
+std::unique_ptr<Formulation> make_reference(std::shared_ptr<const Model> model, const ReferenceOptions& options,
+                                            std::shared_ptr<const ExternalLoads> external) {
+  return std::make_unique<Reference>(std::move(model), options, std::move(external));
 }
 
 }  // namespace treedyn

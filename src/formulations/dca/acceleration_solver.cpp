@@ -6,15 +6,16 @@
 
 namespace treedyn::jc {
 
-AccelerationSolver::AccelerationSolver(const Model& model, int threads, double baumgarte_alpha, double baumgarte_beta)
+AccelerationSolver::AccelerationSolver(const Model& model, const ExternalLoads* external, const Threading& threading,
+                                       double baumgarte_alpha, double baumgarte_beta)
     : model_(model),
       topology_(model),
-      tree_(model, topology_, threads),
+      tree_(model, topology_, threading.threads),
       joints_(model, topology_),
       layout_(make_layout(model, joints_)),
       core_(tree_, layout_.sides),
-      loads_(model),
-      parallel_(threads),
+      loads_(model, external),
+      parallel_(threading),
       baumgarte_alpha_(baumgarte_alpha),
       baumgarte_beta_(baumgarte_beta),
       bodies_(initial_state(model)),
@@ -146,6 +147,13 @@ void AccelerationSolver::reactions(std::vector<JointReaction>& out) const {
     const Vec3 origin = C.r + C.q * joint.child_frame.origin;  // report about the child's joint frame
     out[j] = {f.head<3>(), f.tail<3>() + (points_[j] - origin).cross(f.head<3>())};
   }
+}
+
+void AccelerationSolver::kinematics(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
+                                    SystemState& out) {
+  out.resize(bodies_.size());
+  for (BodyState& b : out) b.a = b.alpha = Vec3::Zero();
+  joints_.forward_kinematics(q, v, out, motion_);
 }
 
 void AccelerationSolver::update_angle_references(const Eigen::Ref<const Eigen::VectorXd>& q,

@@ -5,7 +5,7 @@
 // The equations and symbols are those of include/treedyn/formulations/dca.hpp (steps 1-5 there).
 #pragma once
 
-#include "joint_tree.hpp"
+#include "../common/joint_tree.hpp"
 #include "treedyn/formulation.hpp"
 #include "treedyn/loads.hpp"
 #include "treedyn/stage_timer.hpp"
@@ -19,7 +19,9 @@ class AccelerationSolver {
     return StageTimer{"kinematics", "rows", "assemble", "base", "disassemble", "joint_accelerations"};
   }
 
-  AccelerationSolver(const Model& model, int threads, double baumgarte_alpha = 0.0, double baumgarte_beta = 0.0);
+  /// Refers to `model` and `external` (may be null), which must outlive it.
+  AccelerationSolver(const Model& model, const ExternalLoads* external, const Threading& threading,
+                     double baumgarte_alpha = 0.0, double baumgarte_beta = 0.0);
   AccelerationSolver(const AccelerationSolver&) = delete;
   AccelerationSolver& operator=(const AccelerationSolver&) = delete;
 
@@ -38,6 +40,11 @@ class AccelerationSolver {
 
   /// Rotational springs and actuators unwrap their angles against the state (q, v).
   void update_angle_references(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v);
+  /// The same from absolute body states (after a restart).
+  void restart_angle_references(const SystemState& bodies) { loads_.update_angle_references(bodies); }
+  /// Body poses and twists at (q, v) (accelerations zero), without the dynamics.
+  void kinematics(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
+                  SystemState& out);
 
  private:
   void joint_rows(int j);

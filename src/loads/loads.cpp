@@ -20,8 +20,12 @@ void add_wrench(std::vector<Vec6>& wrenches, const SystemState& s, int body, con
 
 }  // namespace
 
-AppliedLoads::AppliedLoads(const Model& model)
-    : model_(&model), angle_reference_(model.rotational_springs.size() + model.actuators.size(), 0.0) {
+AppliedLoads::AppliedLoads(const Model& model, const ExternalLoads* external)
+    : model_(&model),
+      external_(external),
+      model_gravity_only_(model.springs.empty() && model.rotational_springs.empty() && model.body_forces.empty() &&
+                          model.body_torques.empty() && model.actuators.empty()),
+      angle_reference_(model.rotational_springs.size() + model.actuators.size(), 0.0) {
   update_angle_references(initial_state(model));
 }
 
@@ -57,12 +61,6 @@ Vec6 AppliedLoads::weight(int body) const {
   Vec6 w;
   w << model_->bodies[static_cast<std::size_t>(body)].mass * model_->gravity, Vec3::Zero();
   return w;
-}
-
-bool AppliedLoads::gravity_only() const {
-  const Model& m = *model_;
-  return m.springs.empty() && m.rotational_springs.empty() && m.body_forces.empty() && m.body_torques.empty() &&
-         m.actuators.empty();
 }
 
 void AppliedLoads::evaluate(double t, const SystemState& state, std::vector<Vec6>& wrenches) const {
@@ -101,6 +99,7 @@ void AppliedLoads::evaluate(double t, const SystemState& state, std::vector<Vec6
     const JointActuator& a = m.actuators[i];
     add_joint_load(a.joint, coordinate(a.joint, a.coordinate, state, slot0 + i), a.function.value(t), state, wrenches);
   }
+  if (external_ && external_->active()) external_->add_to(t, state, wrenches);
 }
 
 double AppliedLoads::potential_energy(const SystemState& state) const {
@@ -146,6 +145,7 @@ double AppliedLoads::nonconservative_power(double t, const SystemState& state) c
     const JointActuator& a = m.actuators[i];
     power += a.function.value(t) * coordinate(a.joint, a.coordinate, state, slot0 + i).rate;
   }
+  if (external_) power += external_->power(t, state);
   return power;
 }
 
@@ -160,6 +160,7 @@ void AppliedLoads::update_angle_references(const SystemState& state) {
     const auto& a = m.actuators[i];
     angle_reference_[slot0 + i] = coordinate(a.joint, a.coordinate, state, slot0 + i).value;
   }
+  if (external_) external_->track(state);
 }
 
 }  // namespace treedyn

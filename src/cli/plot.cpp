@@ -1,5 +1,5 @@
 // Plots of a run's results through a gnuplot script (include/treedyn/plot.hpp).
-#include "treedyn/plot.hpp"
+#include "plot.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,0 +1,101 @@
+// treedyn — a model's joint coordinates as a user sets and reads them, the same under every
+// formulation.
+//
+// Layout. Every joint of the model in model order, loop-closing joints included, then one free
+// joint for the first body of each floating sub-system (bodies with no path of joints to ground),
+// named after that body. Each entry holds nq positions in q and nv rates in qd, in the joint's own
+// sense (from its parent's frame to its child's), whatever direction the formulations' spanning
+// tree runs it in:
+//   type         q                                  qd (rates, one per degree of freedom)
+//   revolute     angle about z                      its rate
+//   prismatic    displacement along z               its rate
+//   cylindrical  angle about z, displacement        their rates
+//   universal    angle about the parent's z, angle about the child's x      their rates
+//   spherical    quaternion w, x, y, z of the child frame in the parent frame
+//                                                   angular velocity of the child frame relative to
+//                                                   the parent's, in child-frame axes
+//   planar       x, y (along the parent's x, y), angle about z              their rates
+//   fixed        -                                  -
+//   free         position x, y, z of the child frame's origin in the parent frame, then its
+//                quaternion w, x, y, z              the position's rate in parent-frame axes, then
+//                                                   the relative angular velocity in child-frame axes
+// (z, x: the axes of the joint's frames, docs/model-format.md). An effort is one generalized force
+// per entry of qd (a torque about a rotation axis, a force along a translation), so that effort . qd
+// is its power; a spherical joint's efforts are torques about the child frame's axes.
+//
+// Loop-closing joints (those the spanning tree leaves out; Topology::loop_joints) have entries too,
+// so the layout does not depend on which joints the tree picks; their coordinates follow from the
+// others' and are checked, not used, when a state is set.
+//
+// Lifetime: a CoordinateMap copies what it needs from the model and keeps no reference to it.
+// Thread safety: every member is const; one map may serve many threads.
+#pragma once
+
+#include <Eigen/Core>
+#include <string>
+#include <vector>
+
+#include "treedyn/joint_space.hpp"
+
+namespace treedyn {
+
+class CoordinateMap {
+ public:
+  CoordinateMap(const Model& model, const Topology& topology);
+
+  struct Entry {
+    std::string name;                // the joint's name, or the floating body's
+    JointType type = JointType::Free;
+    int joint = -1;                  // model joint index; -1 for a floating body's free joint
+    int parent = kGround, child = 0; // the model joint's bodies (floating: ground and the body)
+    Frame parent_frame, child_frame;
+    int q_offset = 0, nq = 0, v_offset = 0, nv = 0;
+    bool loop = false;               // closes a loop: not used to place bodies
+  };
+
+  int nq() const { return nq_; }
+  int nv() const { return nv_; }
+  int body_count() const { return static_cast<int>(body_names_.size()); }
+  const std::string& body_name(int body) const { return body_names_[static_cast<std::size_t>(body)]; }
+  const std::vector<Entry>& entries() const { return entries_; }
+  /// The entry of a joint, or of a floating body's free joint, by name. Throws
+  /// std::invalid_argument naming the unknown name.
+  const Entry& entry(const std::string& name) const;
+  /// Names of the entries of q and qd, "<joint>.<coordinate>": "elbow.angle", "ball.qw", "ball.wx",
+  /// "slider.d", "base.x" ...
+  const std::vector<std::string>& q_names() const { return q_names_; }
+  const std::vector<std::string>& qd_names() const { return qd_names_; }
+  /// True if some entry has an angle (revolute, cylindrical, universal or planar joints).
+  bool has_angles() const { return has_angles_; }
+
+  /// q and qd measured on absolute body states. Angles are taken closest to the same entries of
+  /// `reference` (continuous through any number of turns when the reference is a recent value),
+  /// or in (-pi, pi] without one. A joint the states violate gets the coordinates of the nearest
+  /// relative pose it allows.
+  void measure(const SystemState& bodies, Eigen::Ref<Eigen::VectorXd> q, Eigen::Ref<Eigen::VectorXd> qd,
+               const Eigen::VectorXd* reference = nullptr) const;
+  /// The angles alone, unwrapped against `reference` (which they then replace): a cheap way to
+  /// keep a reference continuous step after step.
+  void track_angles(const SystemState& bodies, Eigen::VectorXd& reference) const;
+
+  /// Absolute body states from q and qd (accelerations zero): each body placed from its spanning
+  /// tree joint, parents first. Loop-closing joints' entries are not read. Quaternions in q need
+  /// not be normalised. `out` is resized to the bodies.
+  void place(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& qd,
+             SystemState& out) const;
+
+  /// Adds each body's wrench [force; torque about its centre of mass] (global) from efforts, one
+  /// per entry of qd, applied by each joint to its child and, reversed, to its parent.
+  void add_effort_wrenches(const SystemState& bodies, const Eigen::Ref<const Eigen::VectorXd>& effort,
+                           std::vector<Vec6>& wrenches) const;
+
+ private:
+  std::vector<Entry> entries_;
+  std::vector<int> placement_;        // entries that place a body, parents before children
+  std::vector<char> reversed_;        // per entry: placed from its child to its parent
+  std::vector<std::string> q_names_, qd_names_, body_names_;
+  int nq_ = 0, nv_ = 0;
+  bool has_angles_ = false;
+};
+
+}  // namespace treedyn

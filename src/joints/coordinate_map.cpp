@@ -1,0 +1,191 @@
+// The public joint coordinates; see include/treedyn/coordinate_map.hpp.
+#include "treedyn/coordinate_map.hpp"
+
+#include <cmath>
+#include <numbers>
+#include <stdexcept>
+
+#include "joint_kinematics.hpp"
+
+namespace treedyn {
+namespace {
+
+using namespace joint_kinematics;
+
+/// Names of a joint type's q and qd entries.
+std::pair<std::vector<const char*>, std::vector<const char*>> coordinate_names(JointType type) {
+  switch (type) {
+    case JointType::Revolute: return {{"angle"}, {"angle"}};
+    case JointType::Prismatic: return {{"d"}, {"d"}};
+    case JointType::Cylindrical: return {{"angle", "d"}, {"angle", "d"}};
+    case JointType::Universal: return {{"angle1", "angle2"}, {"angle1", "angle2"}};
+    case JointType::Spherical: return {{"qw", "qx", "qy", "qz"}, {"wx", "wy", "wz"}};
+    case JointType::Planar: return {{"x", "y", "angle"}, {"x", "y", "angle"}};
+    case JointType::Fixed: return {{}, {}};
+    case JointType::Free: return {{"x", "y", "z", "qw", "qx", "qy", "qz"}, {"vx", "vy", "vz", "wx", "wy", "wz"}};
+  }
+  return {{}, {}};
+}
+
+/// x moved by a whole number of turns to lie within half a turn of `near`.
+double unwrap(double x, double near) { return near + std::remainder(x - near, 2.0 * std::numbers::pi); }
+
+}  // namespace
+
+CoordinateMap::CoordinateMap(const Model& model, const Topology& topology) {
+  for (const Body& b : model.bodies) body_names_.push_back(b.name);
+  auto add = [&](Entry e) {
+    e.nq = joint_nq(e.type);
+    e.nv = joint_nv(e.type);
+    e.q_offset = nq_;
+    e.v_offset = nv_;
+    nq_ += e.nq;
+    nv_ += e.nv;
+    const auto [qn, vn] = coordinate_names(e.type);
+    for (const char* c : qn) q_names_.push_back(e.name + "." + c);
+    for (const char* c : vn) qd_names_.push_back(e.name + "." + c);
+    has_angles_ = has_angles_ || angle_entries(e.type) != 0;
+    entries_.push_back(std::move(e));
+    reversed_.push_back(0);
+  };
+  std::vector<int> entry_of_joint(model.joints.size(), -1);
+  for (int j = 0; j < model.joint_count(); ++j) {
+    const Joint& joint = model.joints[static_cast<std::size_t>(j)];
+    Entry e;
+    e.name = joint.name;
+    e.type = joint.type;
+    e.joint = j;
+    e.parent = joint.parent;
+    e.child = joint.child;
+    e.parent_frame = joint.parent_frame;
+    e.child_frame = joint.child_frame;
+    entry_of_joint[static_cast<std::size_t>(j)] = static_cast<int>(entries_.size());
+    add(std::move(e));
+  }
+  for (const auto& subsystem : topology.floating_subsystems()) {
+    Entry e;
+    e.name = model.bodies[static_cast<std::size_t>(subsystem.front())].name;
+    e.type = JointType::Free;
+    e.parent = kGround;
+    e.child = subsystem.front();
+    placement_.push_back(static_cast<int>(entries_.size()));  // roots first: they depend on nothing
+    add(std::move(e));
+  }
+  for (int j : topology.loop_joints()) entries_[static_cast<std::size_t>(entry_of_joint[static_cast<std::size_t>(j)])].loop = true;
+  for (int j : topology.tree_joints()) {  // breadth first: a body's tree parent is placed before it
+    const int k = entry_of_joint[static_cast<std::size_t>(j)];
+    const Joint& joint = model.joints[static_cast<std::size_t>(j)];
+    reversed_[static_cast<std::size_t>(k)] = topology.tree_joint_of(joint.child) != j;
+    placement_.push_back(k);
+  }
+}
+
+const CoordinateMap::Entry& CoordinateMap::entry(const std::string& name) const {
+  for (const Entry& e : entries_)
+    if (e.name == name) return e;
+  std::string known;
+  for (std::size_t k = 0; k < entries_.size() && k < 12; ++k) known += (k ? ", " : "") + entries_[k].name;
+  if (entries_.size() > 12) known += ", ...";
+  throw std::invalid_argument("unknown joint '" + name + "' (the model's joints" +
+                              (entries_.empty() ? std::string(": none") : ": " + known) + ")");
+}
+
+void CoordinateMap::measure(const SystemState& bodies, Eigen::Ref<Eigen::VectorXd> q, Eigen::Ref<Eigen::VectorXd> qd,
+                            const Eigen::VectorXd* reference) const {
+  for (const Entry& e : entries_) {
+    const BodyState& P = state_of(bodies, e.parent);
+    const BodyState& C = state_of(bodies, e.child);
+    const FramePose fp = frame_pose(P, e.parent_frame), fc = frame_pose(C, e.child_frame);
+    double* qe = q.data() + e.q_offset;
+    coordinates_of(e.type, fp.R.transpose() * fc.R, fp.R.transpose() * (fc.o - fp.o), qe);
+    if (reference)
+      for (unsigned bits = angle_entries(e.type), k = 0; bits; bits >>= 1, ++k)
+        if (bits & 1u) qe[k] = unwrap(qe[k], (*reference)(e.q_offset + static_cast<int>(k)));
+    if (e.nv == 0) continue;
+    SubspaceMatrix H;
+    motion_subspace(e.type, fp.R, fc.R, H);
+    qd.segment(e.v_offset, e.nv).noalias() = H.transpose() * relative_twist(P, C, fc.o);
+  }
+}
+
+void CoordinateMap::track_angles(const SystemState& bodies, Eigen::VectorXd& reference) const {
+  double q[7];
+  for (const Entry& e : entries_) {
+    const unsigned angles = angle_entries(e.type);
+    if (!angles) continue;
+    const FramePose fp = frame_pose(state_of(bodies, e.parent), e.parent_frame);
+    const FramePose fc = frame_pose(state_of(bodies, e.child), e.child_frame);
+    coordinates_of(e.type, fp.R.transpose() * fc.R, fp.R.transpose() * (fc.o - fp.o), q);
+    for (unsigned bits = angles, k = 0; bits; bits >>= 1, ++k)
+      if (bits & 1u) {
+        double& r = reference(e.q_offset + static_cast<int>(k));
+        r = unwrap(q[k], r);
+      }
+  }
+}
+
+void CoordinateMap::place(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& qd,
+                          SystemState& out) const {
+  out.assign(body_names_.size(), BodyState{});
+  for (int k : placement_) {
+    const Entry& e = entries_[static_cast<std::size_t>(k)];
+    Mat3 R;
+    Vec3 p;
+    relative_transform(e.type, q.data() + e.q_offset, R, p);
+    SubspaceMatrix H;
+    if (!reversed_[static_cast<std::size_t>(k)]) {  // the child from its parent
+      const BodyState& P = state_of(out, e.parent);
+      BodyState& C = out[static_cast<std::size_t>(e.child)];
+      const FramePose fp = frame_pose(P, e.parent_frame);
+      const Mat3 Fc = fp.R * R;
+      const Vec3 o = fp.o + fp.R * p;
+      const Mat3 A = Fc * e.child_frame.rotation.transpose();
+      C.q = Quat(A).normalized();
+      C.r = o - A * e.child_frame.origin;
+      motion_subspace(e.type, fp.R, Fc, H);
+      const Vec6 Hv = H * qd.segment(e.v_offset, e.nv);
+      C.w = P.w + Hv.tail<3>();
+      C.v = P.v + P.w.cross(o - P.r) + Hv.head<3>() + C.w.cross(C.r - o);
+    } else {  // the parent from its child: Fp = Fc R', o_p = o_c - Fp p; V_P(o) = V_C(o) - H qd
+      const BodyState& C = state_of(out, e.child);
+      BodyState& P = out[static_cast<std::size_t>(e.parent)];
+      const FramePose fc = frame_pose(C, e.child_frame);
+      const Mat3 Fp = fc.R * R.transpose();
+      const Vec3 o = fc.o;
+      const Mat3 A = Fp * e.parent_frame.rotation.transpose();
+      P.q = Quat(A).normalized();
+      P.r = (o - Fp * p) - A * e.parent_frame.origin;
+      motion_subspace(e.type, Fp, fc.R, H);
+      const Vec6 Hv = H * qd.segment(e.v_offset, e.nv);
+      P.w = C.w - Hv.tail<3>();
+      const Vec3 v_o = C.v + C.w.cross(o - C.r) - Hv.head<3>();
+      P.v = v_o + P.w.cross(P.r - o);
+    }
+  }
+}
+
+void CoordinateMap::add_effort_wrenches(const SystemState& bodies, const Eigen::Ref<const Eigen::VectorXd>& effort,
+                                        std::vector<Vec6>& wrenches) const {
+  SubspaceMatrix H;
+  for (const Entry& e : entries_) {
+    if (e.nv == 0) continue;
+    const auto tau = effort.segment(e.v_offset, e.nv);
+    if ((tau.array() == 0.0).all()) continue;
+    const BodyState& P = state_of(bodies, e.parent);
+    const BodyState& C = state_of(bodies, e.child);
+    const FramePose fp = frame_pose(P, e.parent_frame), fc = frame_pose(C, e.child_frame);
+    motion_subspace(e.type, fp.R, fc.R, H);
+    const Vec6 W = H * tau;  // [force; moment about o], o the child frame's origin
+    const Vec3 F = W.head<3>(), M = W.tail<3>();
+    Vec6& on_child = wrenches[static_cast<std::size_t>(e.child)];
+    on_child.head<3>() += F;
+    on_child.tail<3>() += M + (fc.o - C.r).cross(F);
+    if (e.parent != kGround) {
+      Vec6& on_parent = wrenches[static_cast<std::size_t>(e.parent)];
+      on_parent.head<3>() -= F;
+      on_parent.tail<3>() -= M + (fc.o - P.r).cross(F);
+    }
+  }
+}
+
+}  // namespace treedyn

@@ -1,0 +1,119 @@
+// Loads from outside the model; see include/treedyn/external_loads.hpp.
+#include "treedyn/external_loads.hpp"
+
+#include <stdexcept>
+
+#include "treedyn/errors.hpp"
+
+namespace treedyn {
+namespace {
+
+Vec6 twist_of(const BodyState& b) {
+  Vec6 V;
+  V << b.v, b.w;
+  return V;
+}
+
+}  // namespace
+
+ExternalLoads::ExternalLoads(std::shared_ptr<const CoordinateMap> map)
+    : map_(std::move(map)),
+      effort_(Eigen::VectorXd::Zero(map_->nv())),
+      wrench_(static_cast<std::size_t>(map_->body_count()), Vec6::Zero()),
+      reference_(Eigen::VectorXd::Zero(map_->nq())),
+      q_(map_->nq()),
+      qd_(map_->nv()) {}
+
+void ExternalLoads::set_effort(const Eigen::Ref<const Eigen::VectorXd>& effort) {
+  if (effort.size() != map_->nv())
+    throw std::invalid_argument("effort: expected " + std::to_string(map_->nv()) + " values (one per joint rate), got " +
+                                std::to_string(effort.size()));
+  for (Eigen::Index i = 0; i < effort.size(); ++i)
+    if (!std::isfinite(effort(i)))
+      throw std::invalid_argument("effort: the value for " + map_->qd_names()[static_cast<std::size_t>(i)] + " is not finite");
+  effort_ = effort;
+  inputs_nonzero_ = !effort_.isZero(0.0);
+  for (const Vec6& w : wrench_) inputs_nonzero_ = inputs_nonzero_ || !w.isZero(0.0);
+}
+
+void ExternalLoads::set_joint_effort(const std::string& joint, const Eigen::Ref<const Eigen::VectorXd>& effort) {
+  const CoordinateMap::Entry& e = map_->entry(joint);
+  if (effort.size() != e.nv)
+    throw std::invalid_argument("effort of joint '" + joint + "': expected " + std::to_string(e.nv) + " value" +
+                                (e.nv == 1 ? "" : "s") + " (" + to_string(e.type) + "), got " + std::to_string(effort.size()));
+  Eigen::VectorXd all = effort_;
+  all.segment(e.v_offset, e.nv) = effort;
+  set_effort(all);
+}
+
+void ExternalLoads::set_body_wrench(int body, const Vec3& force, const Vec3& torque) {
+  if (body < 0 || body >= map_->body_count())
+    throw std::invalid_argument("body wrench: no body with index " + std::to_string(body));
+  if (!force.allFinite() || !torque.allFinite()) throw std::invalid_argument("wrench on body '" + map_->body_name(body) + "': force and torque must be finite");
+  wrench_[static_cast<std::size_t>(body)] << force, torque;
+  inputs_nonzero_ = !effort_.isZero(0.0);
+  for (const Vec6& w : wrench_) inputs_nonzero_ = inputs_nonzero_ || !w.isZero(0.0);
+}
+
+void ExternalLoads::clear_inputs() {
+  effort_.setZero();
+  for (Vec6& w : wrench_) w.setZero();
+  inputs_nonzero_ = false;
+}
+
+void ExternalLoads::call(double t, const SystemState& bodies) const {
+  map_->measure(bodies, q_, qd_, &reference_);
+  output_.effort.setZero(map_->nv());
+  output_.wrench.assign(bodies.size(), Vec6::Zero());
+  function_(LoadState{t, q_, qd_, bodies}, output_);
+  check_output();
+}
+
+void ExternalLoads::check_output() const {
+  if (output_.effort.size() != map_->nv() || output_.wrench.size() != static_cast<std::size_t>(map_->body_count()))
+    throw std::runtime_error("the load function resized its output (effort: " + std::to_string(output_.effort.size()) +
+                             " of " + std::to_string(map_->nv()) + ", wrench: " + std::to_string(output_.wrench.size()) +
+                             " of " + std::to_string(map_->body_count()) + ")");
+  for (Eigen::Index i = 0; i < output_.effort.size(); ++i)
+    if (!std::isfinite(output_.effort(i)))
+      throw std::runtime_error("the load function returned a non-finite effort for " +
+                               map_->qd_names()[static_cast<std::size_t>(i)]);
+  for (std::size_t b = 0; b < output_.wrench.size(); ++b)
+    if (!output_.wrench[b].allFinite())
+      throw std::runtime_error("the load function returned a non-finite wrench on body '" +
+                               map_->body_name(static_cast<int>(b)) + "'");
+}
+
+void ExternalLoads::add_to(double t, const SystemState& bodies, std::vector<Vec6>& wrenches) const {
+  if (inputs_nonzero_) {
+    map_->add_effort_wrenches(bodies, effort_, wrenches);
+    for (std::size_t b = 0; b < wrench_.size(); ++b) wrenches[b] += wrench_[b];
+  }
+  if (function_) {
+    call(t, bodies);
+    map_->add_effort_wrenches(bodies, output_.effort, wrenches);
+    for (std::size_t b = 0; b < output_.wrench.size(); ++b) wrenches[b] += output_.wrench[b];
+  }
+}
+
+double ExternalLoads::power(double t, const SystemState& bodies) const {
+  if (!active()) return 0.0;
+  map_->measure(bodies, q_, qd_, &reference_);
+  double p = 0.0;
+  if (inputs_nonzero_) {
+    p += effort_.dot(qd_);
+    for (std::size_t b = 0; b < wrench_.size(); ++b) p += wrench_[b].dot(twist_of(bodies[b]));
+  }
+  if (function_) {
+    call(t, bodies);
+    p += output_.effort.dot(qd_);
+    for (std::size_t b = 0; b < output_.wrench.size(); ++b) p += output_.wrench[b].dot(twist_of(bodies[b]));
+  }
+  return p;
+}
+
+void ExternalLoads::track(const SystemState& bodies) const {
+  if (map_->has_angles()) map_->track_angles(bodies, reference_);
+}
+
+}  // namespace treedyn

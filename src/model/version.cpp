@@ -1,0 +1,7 @@
+#include "treedyn/version.hpp"
+
+namespace treedyn {
+
+const char* version() { return TREEDYN_VERSION_STRING; }
+
+}  // namespace treedyn
