@@ -13,39 +13,6 @@ using namespace treedyn;
 
 namespace {
 
-Body box(const std::string& name, const Vec3& position, double angle) {
-  Body b;
-  b.name = name;
-  b.mass = 1.0 + position.norm();
-  b.inertia = Vec3(1.0, 1.5, 2.0).asDiagonal();
-  b.position = position;
-  b.orientation = Quat(Eigen::AngleAxisd(angle, Vec3(1, 2, 3).normalized()));
-  return b;
-}
-
-/// One joint of every type along a chain, a free body, and a reversed universal joint (its model
-/// parent is further from ground than its child).
-Model joint_zoo() {
-  ModelBuilder b("zoo");
-  const JointType types[] = {JointType::Revolute,  JointType::Prismatic, JointType::Cylindrical, JointType::Universal,
-                             JointType::Spherical, JointType::Planar,    JointType::Fixed};
-  std::string parent = "ground";
-  for (int i = 0; i < 7; ++i) {
-    const std::string name = "b" + std::to_string(i + 1);
-    b.body(box(name, {0.5 + i, 0.1 * i, -0.05 * i}, 0.3 * i));
-    const Vec3 axis = Vec3(0.2 * i, 1.0, 0.5).normalized();
-    b.joint(JointSpec::at("j" + std::to_string(i + 1), types[i], parent, name, {static_cast<double>(i), 0.1 * i, 0.0}, axis,
-                          types[i] == JointType::Universal ? std::optional<Vec3>(any_perpendicular(axis)) : std::nullopt));
-    parent = name;
-  }
-  b.body(box("floating", {3, 3, 3}, 1.0));
-  b.joint(JointSpec::at("jfree", JointType::Free, "ground", "floating", {3, 3, 3}));
-  b.body(box("hanging", {1.0, -1.0, 0.2}, -0.4));  // reached from b1 through a reversed joint
-  const Vec3 axis(0.0, 0.0, 1.0);
-  b.joint(JointSpec::at("jrev", JointType::Universal, "hanging", "b1", {1.0, -0.5, 0.1}, axis, Vec3(1.0, 0.0, 0.0)));
-  return b.build();
-}
-
 Eigen::VectorXd random_coordinates(const JointSpace& js, std::mt19937& rng) {
   std::uniform_real_distribution<double> u(-1.0, 1.0);
   Eigen::VectorXd q(js.nq());
@@ -69,7 +36,7 @@ Eigen::VectorXd random_vector(int n, std::mt19937& rng) {
 }  // namespace
 
 TEST(JointSpace, ForwardKinematicsSatisfiesEveryJointConstraint) {
-  const Model m = joint_zoo();
+  const Model m = test::joint_zoo();
   const JointSpace js(m, Topology(m));
   EXPECT_EQ(js.tree().size(), m.joints.size());
   EXPECT_TRUE(std::any_of(js.tree().begin(), js.tree().end(), [](const TreeJoint& t) { return t.reversed; }));
@@ -92,7 +59,7 @@ TEST(JointSpace, ForwardKinematicsSatisfiesEveryJointConstraint) {
 }
 
 TEST(JointSpace, CoordinatesInvertForwardKinematics) {
-  const Model m = joint_zoo();
+  const Model m = test::joint_zoo();
   const JointSpace js(m, Topology(m));
   std::mt19937 rng(2);
   SystemState s = initial_state(m);
@@ -106,7 +73,7 @@ TEST(JointSpace, CoordinatesInvertForwardKinematics) {
 }
 
 TEST(JointSpace, MotionAndConstraintSubspacesAreOrthonormalComplements) {
-  const Model m = joint_zoo();
+  const Model m = test::joint_zoo();
   const JointSpace js(m, Topology(m));
   std::mt19937 rng(3);
   SystemState s = initial_state(m);
@@ -124,7 +91,7 @@ TEST(JointSpace, MotionAndConstraintSubspacesAreOrthonormalComplements) {
 // A_C(o) - A_P(o) = H vdot + kappa, with the bodies' accelerations taken by finite differences
 // along the motion q(t), v(t) = v + t vdot.
 TEST(JointSpace, RelativeAccelerationIsHvdotPlusKappa) {
-  const Model m = joint_zoo();
+  const Model m = test::joint_zoo();
   const JointSpace js(m, Topology(m));
   std::mt19937 rng(4);
   const Eigen::VectorXd q0 = random_coordinates(js, rng), v0 = random_vector(js.nv(), rng), vdot = random_vector(js.nv(), rng);
@@ -169,7 +136,7 @@ TEST(JointSpace, RelativeAccelerationIsHvdotPlusKappa) {
 }
 
 TEST(JointSpace, InconsistentStateIsReportedNamingTheJoint) {
-  Model m = joint_zoo();
+  Model m = test::joint_zoo();
   m.bodies[1].position += Vec3(0.0, 0.3, 0.0);  // b2 moved off its prismatic axis
   const JointSpace js(m, Topology(m));
   Eigen::VectorXd q, v;
@@ -184,7 +151,7 @@ TEST(JointSpace, InconsistentStateIsReportedNamingTheJoint) {
 // Hdot against central differences of H along the motion q(t) (constant v), for every joint type;
 // subspace_rates() (from the bodies' angular velocities alone) gives the same as move().
 TEST(JointSpace, SubspaceRateMatchesFiniteDifferencesOfH) {
-  const Model m = joint_zoo();
+  const Model m = test::joint_zoo();
   const JointSpace js(m, Topology(m));
   std::mt19937 rng(5);
   const Eigen::VectorXd q0 = random_coordinates(js, rng), v = random_vector(js.nv(), rng);
@@ -221,7 +188,7 @@ TEST(JointSpace, SubspaceRateMatchesFiniteDifferencesOfH) {
 // Error messages name a state entry by its joint: every coordinate and rate of the zoo's tree
 // joints, and a body without any joint (reached through a virtual free joint) by its own name.
 TEST(JointSpace, DescribesEveryStateEntryByItsJoint) {
-  const Model m = joint_zoo();
+  const Model m = test::joint_zoo();
   const JointSpace js(m, Topology(m));
   for (const TreeJoint& t : js.tree()) {
     ASSERT_GE(t.joint, 0);
@@ -232,7 +199,7 @@ TEST(JointSpace, DescribesEveryStateEntryByItsJoint) {
       EXPECT_EQ(js.describe_state(js.nq() + t.v_offset + k, "momentum"), "momentum " + std::to_string(k) + " of " + name);
   }
   ModelBuilder b("drifting pair");  // two bodies hinged to each other, neither to ground
-  b.body(box("drifter", {0, 0, 0}, 0.2)).body(box("tail", {1, 0, 0}, 0.1));
+  b.body(test::box("drifter", {0, 0, 0}, 0.2)).body(test::box("tail", {1, 0, 0}, 0.1));
   b.joint(JointSpec::at("hinge", JointType::Revolute, "drifter", "tail", {0.5, 0, 0}));
   const Model pair = b.build();
   const JointSpace ps(pair, Topology(pair));

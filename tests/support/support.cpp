@@ -126,6 +126,39 @@ Body link(const std::string& name, const Vec3& a, const Vec3& b, double mass) {
   return body;
 }
 
+Body box(const std::string& name, const Vec3& position, double angle) {
+  Body b;
+  b.name = name;
+  b.mass = 1.0 + position.norm();
+  b.inertia = Vec3(1.0, 1.5, 2.0).asDiagonal();
+  b.position = position;
+  b.orientation = Quat(Eigen::AngleAxisd(angle, Vec3(1, 2, 3).normalized()));
+  return b;
+}
+
+/// One joint of every type along a chain, a free body, and a reversed universal joint (its model
+/// parent is further from ground than its child).
+Model joint_zoo() {
+  ModelBuilder b("zoo");
+  const JointType types[] = {JointType::Revolute,  JointType::Prismatic, JointType::Cylindrical, JointType::Universal,
+                             JointType::Spherical, JointType::Planar,    JointType::Fixed};
+  std::string parent = "ground";
+  for (int i = 0; i < 7; ++i) {
+    const std::string name = "b" + std::to_string(i + 1);
+    b.body(box(name, {0.5 + i, 0.1 * i, -0.05 * i}, 0.3 * i));
+    const Vec3 axis = Vec3(0.2 * i, 1.0, 0.5).normalized();
+    b.joint(JointSpec::at("j" + std::to_string(i + 1), types[i], parent, name, {static_cast<double>(i), 0.1 * i, 0.0}, axis,
+                          types[i] == JointType::Universal ? std::optional<Vec3>(any_perpendicular(axis)) : std::nullopt));
+    parent = name;
+  }
+  b.body(box("floating", {3, 3, 3}, 1.0));
+  b.joint(JointSpec::at("jfree", JointType::Free, "ground", "floating", {3, 3, 3}));
+  b.body(box("hanging", {1.0, -1.0, 0.2}, -0.4));  // reached from b1 through a reversed joint
+  const Vec3 axis(0.0, 0.0, 1.0);
+  b.joint(JointSpec::at("jrev", JointType::Universal, "hanging", "b1", {1.0, -0.5, 0.1}, axis, Vec3(1.0, 0.0, 0.0)));
+  return b.build();
+}
+
 Model branched_tree() {
   ModelBuilder b("tree");
   b.gravity({0, -9.81, 0});

@@ -65,6 +65,14 @@ Body link(const std::string& name, const Vec3& a, const Vec3& b, double mass = 1
 /// for long, whatever their tolerance).
 Model branched_tree();
 
+/// A body of mass 1 + |position| and inertia diag(1, 1.5, 2), turned by `angle` about (1, 2, 3).
+Body box(const std::string& name, const Vec3& position, double angle);
+
+/// One joint of every type along a chain (revolute, prismatic, cylindrical, universal, spherical,
+/// planar, fixed), a body on a free joint, and a reversed universal joint (its model parent is
+/// further from ground than its child).
+Model joint_zoo();
+
 /// Three links (spherical, then revolute joint) floating freely, spinning and drifting, no gravity.
 Model floating_chain();
 

@@ -1,0 +1,178 @@
+// The public joint coordinates (CoordinateMap) against independent descriptions of the same
+// joints: the absolute-coordinate constraint equations, plane geometry written out in the test,
+// and the principle of virtual power.
+#include <gtest/gtest.h>
+
+#include <numbers>
+#include <random>
+
+#include "support.hpp"
+#include "treedyn/coordinate_map.hpp"
+#include "treedyn/generators.hpp"
+#include "treedyn/model_json.hpp"
+#include "treedyn/projection.hpp"
+
+using namespace treedyn;
+
+namespace {
+
+/// Random coordinates in (-1, 1) (unit quaternions with w > 0) and rates in (-1, 1).
+std::pair<Eigen::VectorXd, Eigen::VectorXd> random_state(const CoordinateMap& map, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Eigen::VectorXd q(map.nq()), qd(map.nv());
+  for (int i = 0; i < map.nq(); ++i) q(i) = u(rng);
+  for (int i = 0; i < map.nv(); ++i) qd(i) = u(rng);
+  for (const auto& e : map.entries())
+    if (e.type == JointType::Spherical || e.type == JointType::Free) {
+      auto Q = q.segment<4>(e.q_offset + (e.type == JointType::Free ? 3 : 0));
+      Q(0) = std::abs(Q(0)) + 0.1;
+      Q.normalize();
+    }
+  return {q, qd};
+}
+
+Vec6 twist(const BodyState& b) {
+  Vec6 V;
+  V << b.v, b.w;
+  return V;
+}
+
+}  // namespace
+
+// Placing bodies from coordinates and measuring them back are inverse, and the placed bodies
+// satisfy every joint's absolute-coordinate equations at position and velocity level, for every
+// joint type, a free body and a reversed joint (placed from its child to its parent).
+TEST(CoordinateMap, PlacingAndMeasuringAreInverseAndSatisfyTheJoints) {
+  const Model m = test::joint_zoo();
+  const CoordinateMap map(m, Topology(m));
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 20; ++trial) {
+    const auto [q, qd] = random_state(map, rng);
+    SystemState bodies;
+    map.place(q, qd, bodies);
+    const ConsistencyReport report = check_state(m, 0.0, bodies, 1e-12);
+    EXPECT_TRUE(report.consistent()) << (report.violations.empty() ? "" : report.violations.front());
+    Eigen::VectorXd q2(map.nq()), qd2(map.nv());
+    map.measure(bodies, q2, qd2);
+    EXPECT_LT((q2 - q).cwiseAbs().maxCoeff(), 1e-12) << "trial " << trial;
+    EXPECT_LT((qd2 - qd).cwiseAbs().maxCoeff(), 1e-12) << "trial " << trial;
+  }
+}
+
+// The double pendulum of support.hpp (frames coinciding at the model's configuration): joint
+// angles (a, b) turn link 1 by a about the pin and link 2 by b relative to link 1, written out
+// here as plane rotations.
+TEST(CoordinateMap, RevoluteAnglesTurnTheLinksAsPlaneGeometrySays) {
+  const test::DoublePendulumCase c;
+  const Model m = test::double_pendulum_model(c);
+  const CoordinateMap map(m, Topology(m));
+  ASSERT_EQ(map.nq(), 2);
+  EXPECT_EQ(map.q_names()[0], "j1.angle");
+  const double a = 0.4, b = -1.1, wa = 0.3, wb = 2.0;
+  SystemState bodies;
+  map.place(Eigen::Vector2d(a, b), Eigen::Vector2d(wa, wb), bodies);
+  auto rot = [](double angle, const Vec3& x) { return Vec3(Eigen::AngleAxisd(angle, Vec3::UnitZ()) * x); };
+  const Vec3 e1(std::sin(c.theta1), -std::cos(c.theta1), 0), e2(std::sin(c.theta2), -std::cos(c.theta2), 0);
+  const Vec3 elbow = rot(a, c.L * e1);
+  const Vec3 c1 = rot(a, 0.5 * c.L * e1), c2 = elbow + rot(a + b, 0.5 * c.L * e2);
+  EXPECT_LT((bodies[0].r - c1).norm(), 1e-14);
+  EXPECT_LT((bodies[1].r - c2).norm(), 1e-14);
+  EXPECT_NEAR(bodies[0].w.z(), wa, 1e-14);
+  EXPECT_NEAR(bodies[1].w.z(), wa + wb, 1e-14);
+  const Vec3 v2 = Vec3(0, 0, wa).cross(elbow) + Vec3(0, 0, wa + wb).cross(c2 - elbow);
+  EXPECT_LT((bodies[1].v - v2).norm(), 1e-14);
+}
+
+// An effort is a generalized force: the wrenches it puts on the bodies do power effort . qd at
+// any state (virtual power), for every joint type, the free body and the reversed joint.
+TEST(CoordinateMap, EffortsDoThePowerOfEffortTimesRate) {
+  const Model m = test::joint_zoo();
+  const CoordinateMap map(m, Topology(m));
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (int trial = 0; trial < 20; ++trial) {
+    const auto [q, qd] = random_state(map, rng);
+    SystemState bodies;
+    map.place(q, qd, bodies);
+    Eigen::VectorXd effort(map.nv());
+    for (int i = 0; i < map.nv(); ++i) effort(i) = u(rng);
+    std::vector<Vec6> wrenches(bodies.size(), Vec6::Zero());
+    map.add_effort_wrenches(bodies, effort, wrenches);
+    double power = 0.0;
+    for (std::size_t i = 0; i < bodies.size(); ++i) power += wrenches[i].dot(twist(bodies[i]));
+    EXPECT_NEAR(power, effort.dot(qd), 1e-12) << "trial " << trial;
+  }
+}
+
+// Loop-closing joints have entries (measured like any joint) but do not place bodies: the four-bar
+// placed with a wrong loop-joint angle is the same four-bar.
+TEST(CoordinateMap, LoopJointsAreMeasuredButDoNotPlaceBodies) {
+  const Model m = read_model_file(test::model_path("four_bar"));
+  const Topology topology(m);
+  const CoordinateMap map(m, topology);
+  ASSERT_EQ(topology.loop_joints().size(), 1u);
+  const CoordinateMap::Entry& loop = map.entries()[static_cast<std::size_t>(topology.loop_joints().front())];
+  EXPECT_TRUE(loop.loop);
+  Eigen::VectorXd q(map.nq()), qd(map.nv());
+  map.measure(initial_state(m), q, qd);
+  SystemState placed;
+  map.place(q, qd, placed);
+  EXPECT_TRUE(check_state(m, 0.0, placed, 1e-6).consistent());  // the model file's own precision
+  Eigen::VectorXd wrong = q;
+  wrong.segment(loop.q_offset, loop.nq).array() += 0.5;
+  SystemState again;
+  map.place(wrong, qd, again);
+  for (std::size_t i = 0; i < placed.size(); ++i) EXPECT_EQ(placed[i].r, again[i].r);
+}
+
+// Angles are continuous against a reference: a revolute joint turned by 3 + 4 pi reads 3 + 4 pi
+// next to a reference of 12.5 rad, and 3 without one.
+TEST(CoordinateMap, AnglesUnwrapAgainstAReference) {
+  const Model m = test::double_pendulum_model({});
+  const CoordinateMap map(m, Topology(m));
+  const double turned = 3.0 + 4.0 * std::numbers::pi;
+  SystemState bodies;
+  map.place(Eigen::Vector2d(turned, 0.0), Eigen::Vector2d::Zero(), bodies);
+  Eigen::VectorXd q(2), qd(2);
+  map.measure(bodies, q, qd);
+  EXPECT_NEAR(q(0), 3.0, 1e-12);
+  const Eigen::VectorXd reference = Eigen::Vector2d(12.5, 0.0);
+  map.measure(bodies, q, qd, &reference);
+  EXPECT_NEAR(q(0), turned, 1e-12);
+  Eigen::VectorXd tracked = Eigen::Vector2d(14.0, 0.1);
+  map.track_angles(bodies, tracked);
+  EXPECT_NEAR(tracked(0), turned, 1e-12);
+}
+
+TEST(CoordinateMap, NamesEveryEntryAndRefusesUnknownJoints) {
+  const Model m = test::joint_zoo();
+  const CoordinateMap map(m, Topology(m));
+  EXPECT_EQ(static_cast<int>(map.q_names().size()), map.nq());
+  EXPECT_EQ(static_cast<int>(map.qd_names().size()), map.nv());
+  EXPECT_EQ(map.entry("j5").type, JointType::Spherical);
+  EXPECT_EQ(map.q_names()[static_cast<std::size_t>(map.entry("j5").q_offset)], "j5.qw");
+  EXPECT_EQ(map.qd_names()[static_cast<std::size_t>(map.entry("jfree").v_offset) + 3], "jfree.wx");
+  try {
+    map.entry("j99");
+    ADD_FAILURE() << "accepted an unknown joint";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'j99'"), std::string::npos) << e.what();
+  }
+}
+
+// A body with no joint at all is a floating sub-system of its own: it gets a free joint named
+// after it, so that its state can be set and read.
+TEST(CoordinateMap, ABodyWithoutJointsGetsAFreeJointNamedAfterIt) {
+  Model m = make_chain(2, JointType::Revolute);
+  Body loose = m.bodies.front();
+  loose.name = "loose";
+  loose.position += Vec3(5, 0, 0);
+  m.bodies.push_back(loose);
+  const CoordinateMap map(m, Topology(m));
+  EXPECT_EQ(map.entry("loose").type, JointType::Free);
+  Eigen::VectorXd q(map.nq()), qd(map.nv());
+  map.measure(initial_state(m), q, qd);
+  SystemState placed;
+  map.place(q, qd, placed);
+  EXPECT_LT((placed.back().r - loose.position).norm(), 1e-14);
+}
