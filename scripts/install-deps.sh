@@ -12,6 +12,7 @@ packages=(
   libgtest-dev           # tests (GoogleTest + CTest)
   libbenchmark-dev       # Google Benchmark (bench/)
   gnuplot-nox            # `treedyn plot`, `simulate --plot`: SVG plots of a run
+  pkgconf                # the examples test builds one example with pkg-config
 )
 
 missing=()

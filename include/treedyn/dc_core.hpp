@@ -178,8 +178,9 @@ class HandleTree {
     std::size_t index(int i, int j) const { return K.size() == 1 ? 0 : static_cast<std::size_t>(i * size() + j); }
   };
 
-  /// sides[j]: the bodies and row count of every model joint j; `method`: how the eliminations
-  /// invert their matrices; `leaf_blocks`: whether a leaf's K_ij differ per pair of handles.
+  /// sides[j]: the bodies and row count (0 to Dim; std::invalid_argument otherwise) of every
+  /// model joint j; `method`: how the eliminations invert their matrices; `leaf_blocks`: whether a
+  /// leaf's K_ij differ per pair of handles. Refers to `tree`, which must outlive it.
   HandleTree(const AssemblyTree& tree, std::vector<JointSides> sides, InverseMethod method = InverseMethod::Cholesky,
              LeafBlocks leaf_blocks = LeafBlocks::PerHandlePair);
   HandleTree(const HandleTree&) = delete;  // nodes point into the arenas

@@ -84,6 +84,8 @@ class ExternalLoads {
   /// The function's output at (t, bodies), into output_ (after measuring q_, qd_).
   void call(double t, const SystemState& bodies) const;
   void check_output() const;
+  void check_finite_effort(const Eigen::Ref<const Eigen::VectorXd>& effort, int offset) const;
+  void update_nonzero();
 
   std::shared_ptr<const CoordinateMap> map_;
   Eigen::VectorXd effort_;

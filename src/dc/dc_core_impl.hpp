@@ -3,6 +3,10 @@
 // to compile, and separate units build in parallel.
 #pragma once
 
+#include <cassert>
+#include <stdexcept>
+#include <string>
+
 #include "treedyn/dc_core.hpp"
 
 namespace treedyn::dc {
@@ -11,6 +15,10 @@ template <class S, int Dim>
 HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides> sides, InverseMethod method,
                                LeafBlocks leaf_blocks)
     : tree_(&tree), sides_(std::move(sides)), method_(method), nodes_(tree.nodes().size()) {
+  for (std::size_t j = 0; j < sides_.size(); ++j)
+    if (sides_[j].rows < 0 || sides_[j].rows > Dim)
+      throw std::invalid_argument("dc::HandleTree: joint " + std::to_string(j) + " has " + std::to_string(sides_[j].rows) +
+                                  " rows; a tree of dimension " + std::to_string(Dim) + " takes 0 to " + std::to_string(Dim));
   // Handles (joints that carry loads), then the arenas in the passes' visiting order. Leaves
   // eliminate nothing, so they have no W.
   std::vector<int> order;
@@ -145,22 +153,30 @@ void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], co
   dispatch_rows(n.eliminated.front().rows, [&]<int M>() { eliminate_single<M>(n, side, jr); });
 }
 
+// f.operator()<M>() for a single joint of m rows. The constructor refuses joints of more than Dim
+// rows and eliminates only joints with rows, so a single-joint node has 1 <= m <= Dim, each m
+// compiled for its M: any other m is a broken invariant, asserted in debug builds and refused
+// (never clamped or skipped) in release.
 template <class S, int Dim>
 template <class F>
 void HandleTree<S, Dim>::dispatch_rows(int m, F&& f) {
+  assert(m >= 1 && m <= Dim && "dispatch_rows: a single joint has 1 to Dim rows");
   switch (m) {
-    case 1: f.template operator()<1>(); break;
-    case 2: f.template operator()<2>(); break;
-    case 3: f.template operator()<3>(); break;
-    default:
-      if constexpr (Dim >= 6) {
-        switch (m) {
-          case 4: f.template operator()<4>(); break;
-          case 5: f.template operator()<5>(); break;
-          default: f.template operator()<6>(); break;
-        }
-      }
+    case 1: f.template operator()<1>(); return;
+    case 2: f.template operator()<2>(); return;
+    case 3: f.template operator()<3>(); return;
+    default: break;
   }
+  if constexpr (Dim >= 6) {
+    switch (m) {
+      case 4: f.template operator()<4>(); return;
+      case 5: f.template operator()<5>(); return;
+      case 6: f.template operator()<6>(); return;
+      default: break;
+    }
+  }
+  throw std::logic_error("dc::HandleTree: a single-joint elimination of " + std::to_string(m) +
+                         " rows in a tree of dimension " + std::to_string(Dim));
 }
 
 template <class S, int Dim>

@@ -214,12 +214,28 @@ class Cvode final : public SundialsBase {
     steps_before_ = fails_before_ = 0;
   }
 
-  void advance(double t_out, Eigen::VectorXd& y) override { evolve(t_out, CV_NORMAL, y); }
+  /// One internal step at a time up to t_out (so that the system's accept_step sees every
+  /// step: joint angles stay continuous through any number of turns), then CVODE's
+  /// interpolation at t_out (CVodeGetDky), as CV_NORMAL mode would give.
+  void advance(double t_out, Eigen::VectorXd& y) override {
+    double now = 0.0;
+    CVodeGetCurrentTime(mem_, &now);
+    non_finite_.clear();  // a failure reports this output interval's non-finite values only
+    while (now < t_out) now = one_step(t_out);
+    if (now != t_out) {
+      const int flag = CVodeGetDky(mem_, t_out, 0, y_);
+      if (flag < 0) fail(t_out, flag, CVodeGetReturnFlagName(flag));
+    }
+    finish_output(t_out, y);
+  }
 
   double step(Eigen::VectorXd& y) override {
     double now = 0.0;
     CVodeGetCurrentTime(mem_, &now);
-    return evolve(now + opt_.step, CV_ONE_STEP, y);  // the target only scales the first step
+    non_finite_.clear();
+    const double t = one_step(now + opt_.step);  // the target only scales the first step
+    finish_output(t, y);
+    return t;
   }
 
  private:
@@ -237,29 +253,31 @@ class Cvode final : public SundialsBase {
     }
   }
 
-  /// CVode in `mode` towards t_out; returns the time reached (t_out in CV_NORMAL mode).
-  double evolve(double t_out, int mode, Eigen::VectorXd& y) {
+  /// One internal step towards t_out, its state left in y_ and accepted by the system; returns
+  /// the time reached.
+  double one_step(double t_out) {
     double t = 0.0;
-    non_finite_.clear();  // a failure reports this call's non-finite values only
-    const int flag = CVode(mem_, t_out, y_, &t, mode);
+    const int flag = CVode(mem_, t_out, y_, &t, CV_ONE_STEP);
     if (flag < 0) fail(t, flag, CVodeGetReturnFlagName(flag));
     long steps = 0, fails = 0;
     CVodeGetNumSteps(mem_, &steps);
     CVodeGetNumErrTestFails(mem_, &fails);
     count(steps, fails);
+    sys_.accept_step(t, state());
+    return t;
+  }
+
+  /// The state of an output (in y_) handed out: Adams is projected here, at outputs (CVODE
+  /// projects only inside BDF), and restarted when the correction is larger than the absolute
+  /// tolerance.
+  void finish_output(double t, Eigen::VectorXd& y) {
     Map state_now = state();
-    sys_.accept_step(t, state_now);
-    if (name_ == "adams" && opt_.project) {
-      // CVODE projects only inside BDF; Adams is projected here, at output times, and restarted
-      // when the correction is larger than the absolute tolerance.
-      if (sys_.project(t, state_now) > opt_.atol) {
-        ++stats_.projections;
-        CVodeReInit(mem_, t, y_);
-        steps_before_ = fails_before_ = 0;
-      }
+    if (name_ == "adams" && opt_.project && sys_.project(t, state_now) > opt_.atol) {
+      ++stats_.projections;
+      CVodeReInit(mem_, t, y_);
+      steps_before_ = fails_before_ = 0;
     }
     y = state_now;
-    return t;
   }
 
   void release() {

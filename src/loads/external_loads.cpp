@@ -24,16 +24,21 @@ ExternalLoads::ExternalLoads(std::shared_ptr<const CoordinateMap> map)
       q_(map_->nq()),
       qd_(map_->nv()) {}
 
+/// Throws std::invalid_argument naming the first non-finite entry of effort (entries from offset).
+void ExternalLoads::check_finite_effort(const Eigen::Ref<const Eigen::VectorXd>& effort, int offset) const {
+  for (Eigen::Index i = 0; i < effort.size(); ++i)
+    if (!std::isfinite(effort(i)))
+      throw std::invalid_argument("effort: the value for " + map_->qd_names()[static_cast<std::size_t>(offset + i)] +
+                                  " is not finite");
+}
+
 void ExternalLoads::set_effort(const Eigen::Ref<const Eigen::VectorXd>& effort) {
   if (effort.size() != map_->nv())
     throw std::invalid_argument("effort: expected " + std::to_string(map_->nv()) + " values (one per joint rate), got " +
                                 std::to_string(effort.size()));
-  for (Eigen::Index i = 0; i < effort.size(); ++i)
-    if (!std::isfinite(effort(i)))
-      throw std::invalid_argument("effort: the value for " + map_->qd_names()[static_cast<std::size_t>(i)] + " is not finite");
+  check_finite_effort(effort, 0);
   effort_ = effort;
-  inputs_nonzero_ = !effort_.isZero(0.0);
-  for (const Vec6& w : wrench_) inputs_nonzero_ = inputs_nonzero_ || !w.isZero(0.0);
+  update_nonzero();
 }
 
 void ExternalLoads::set_joint_effort(const std::string& joint, const Eigen::Ref<const Eigen::VectorXd>& effort) {
@@ -41,16 +46,21 @@ void ExternalLoads::set_joint_effort(const std::string& joint, const Eigen::Ref<
   if (effort.size() != e.nv)
     throw std::invalid_argument("effort of joint '" + joint + "': expected " + std::to_string(e.nv) + " value" +
                                 (e.nv == 1 ? "" : "s") + " (" + to_string(e.type) + "), got " + std::to_string(effort.size()));
-  Eigen::VectorXd all = effort_;
-  all.segment(e.v_offset, e.nv) = effort;
-  set_effort(all);
+  check_finite_effort(effort, e.v_offset);
+  effort_.segment(e.v_offset, e.nv) = effort;
+  update_nonzero();
 }
 
 void ExternalLoads::set_body_wrench(int body, const Vec3& force, const Vec3& torque) {
   if (body < 0 || body >= map_->body_count())
     throw std::invalid_argument("body wrench: no body with index " + std::to_string(body));
-  if (!force.allFinite() || !torque.allFinite()) throw std::invalid_argument("wrench on body '" + map_->body_name(body) + "': force and torque must be finite");
+  if (!force.allFinite() || !torque.allFinite())
+    throw std::invalid_argument("wrench on body '" + map_->body_name(body) + "': force and torque must be finite");
   wrench_[static_cast<std::size_t>(body)] << force, torque;
+  update_nonzero();
+}
+
+void ExternalLoads::update_nonzero() {
   inputs_nonzero_ = !effort_.isZero(0.0);
   for (const Vec6& w : wrench_) inputs_nonzero_ = inputs_nonzero_ || !w.isZero(0.0);
 }

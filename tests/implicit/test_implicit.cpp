@@ -232,6 +232,7 @@ TEST(Implicit, StopsAtTheRoundOffFloorAndSaysSo) {
 // constraint rows, residuals and the tree passes reuse their storage (the sparse solver, the
 // cross-check, is exempt).
 TEST(Implicit, StepsOnTheTreeAllocateNothing) {
+  TREEDYN_SKIP_UNLESS_ALLOCATIONS_COUNTED();
   for (const char* scheme : kSchemes) {
     const Model m = make_chain(32, JointType::Spherical);
     auto f = make_formulation(scheme, share(m), implicit(1e-3));

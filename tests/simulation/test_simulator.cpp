@@ -7,6 +7,7 @@
 #include <map>
 #include <thread>
 
+#include "allocation_counter.hpp"
 #include "support.hpp"
 #include "treedyn/errors.hpp"
 #include "treedyn/generators.hpp"
@@ -365,4 +366,26 @@ TEST(Simulator, SetsAndReadsOneJoint) {
   EXPECT_LT((sim.joint_qd("j_l2") - Eigen::Vector3d(0.5, -0.2, 0.1)).norm(), 1e-12);
   EXPECT_LT(sim.joint_q("j_trunk").norm() - 1.0, 1e-12);  // untouched: the identity quaternion
   EXPECT_NEAR(sim.joint_q("j_trunk")(0), 1.0, 1e-12);
+}
+
+// A control loop allocates nothing once running: reading the state, setting an effort and a
+// step (dca with rk4, hdca with dopri5 restarting after each input change).
+TEST(Simulator, AControlLoopAllocatesNothing) {
+  TREEDYN_SKIP_UNLESS_ALLOCATIONS_COUNTED();
+  const ModelPtr model = share(make_chain(16, JointType::Revolute));
+  for (const char* name : {"dca", "hdca"}) {
+    FormulationSettings s = fixed_step(name);
+    if (std::string(name) == "hdca") s.integrator = "dopri5";
+    Simulator sim(model, name, s);
+    Eigen::VectorXd effort = Eigen::VectorXd::Zero(sim.coordinates().nv());
+    auto control_step = [&] {
+      effort = -2.0 * sim.qd();
+      sim.set_effort(effort);
+      sim.step();
+    };
+    for (int k = 0; k < 3; ++k) control_step();
+    test::CountAllocations counting;
+    for (int k = 0; k < 20; ++k) control_step();
+    EXPECT_EQ(counting.count(), 0) << name;
+  }
 }

@@ -8,6 +8,13 @@ class Formulation;
 
 namespace treedyn::test {
 
+/// False in the sanitizer build, where the sanitizers own malloc: tests of allocations skip.
+bool allocations_counted();
+
+#define TREEDYN_SKIP_UNLESS_ALLOCATIONS_COUNTED()                                   \
+  if (!::treedyn::test::allocations_counted())                                       \
+  GTEST_SKIP() << "allocations are not counted under the sanitizers (they own malloc)"
+
 class CountAllocations {
  public:
   CountAllocations();

@@ -1,0 +1,327 @@
+// The shared divide-and-conquer core (dc::HandleTree) against a dense solve of the same linear
+// system, on random trees, loops and redundant rows, before any formulation is involved.
+//
+// The system: every body i has handles h (its joints with rows); at each handle
+//   x_h = sum_k K_hk f_k + b_h,   with K_hk = T_h' M_i^-1 T_k and b_h = T_h' beta_i
+// (T_h a random invertible 6 x 6 "arm" of the handle, M_i a random positive definite matrix; for
+// LeafBlocks::Shared every T_h = I), and every joint j ties its bodies by
+//   G_p x_p + G_c x_c + c lambda_j = r_j,   f = G' lambda on each side.
+// Dense: with J~ the rows G T_h' on each body's x_i = M_i^-1 sum_h T_h f_h + beta_i,
+//   (J~ M^-1 J~' + C) lambda = r - J~ beta,   x_i = beta_i + M_i^-1 J~' lambda,
+// solved by a complete orthogonal decomposition (minimum-norm lambda when rows are redundant:
+// then only x, which is unique, is compared). The right-hand sides are those of a random state,
+// so that redundant hard rows are consistent, as a mechanism's are.
+#include <gtest/gtest.h>
+
+#include <Eigen/QR>
+#include <Eigen/SVD>
+#include <limits>
+#include <map>
+#include <random>
+
+#include "support.hpp"
+#include "treedyn/dc_core.hpp"
+#include "treedyn/generators.hpp"
+#include "treedyn/model_builder.hpp"
+#include "treedyn/model_json.hpp"
+
+using namespace treedyn;
+
+namespace {
+
+using Tree = dc::HandleTree<double, 6>;
+using Rows = dc::JointRows<double, 6>;
+
+/// A random connected model: body k hangs from ground or an earlier body by a random joint type,
+/// then `loops` more joints between random pairs, and `duplicates` spherical joints between the
+/// bodies of earlier joints (often redundant rows).
+Model random_graph(int bodies, int loops, int duplicates, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  ModelBuilder b("random graph");
+  for (int k = 0; k < bodies; ++k) b.body(test::box("b" + std::to_string(k), {u(rng), u(rng), u(rng)}, u(rng)));
+  const JointType types[] = {JointType::Revolute, JointType::Prismatic, JointType::Universal, JointType::Spherical,
+                             JointType::Planar,   JointType::Fixed,     JointType::Cylindrical};
+  auto name = [](int k) { return k < 0 ? std::string("ground") : "b" + std::to_string(k); };
+  int joints = 0;
+  std::vector<std::pair<int, int>> pairs;
+  auto joint = [&](int p, int c, JointType t) {
+    const Vec3 axis = Vec3(u(rng), u(rng), u(rng)).normalized();
+    b.joint(JointSpec::at("j" + std::to_string(joints++), t, name(p), name(c), {u(rng), u(rng), u(rng)}, axis,
+                          t == JointType::Universal ? std::optional<Vec3>(any_perpendicular(axis)) : std::nullopt));
+    pairs.emplace_back(p, c);
+  };
+  for (int k = 0; k < bodies; ++k)
+    joint(std::uniform_int_distribution<int>(-1, k - 1)(rng), k, types[std::uniform_int_distribution<int>(0, 6)(rng)]);
+  for (int l = 0; l < loops; ++l) {
+    const int p = std::uniform_int_distribution<int>(-1, bodies - 2)(rng);
+    const int c = std::uniform_int_distribution<int>(p + 1, bodies - 1)(rng);
+    joint(p, c, types[std::uniform_int_distribution<int>(0, 4)(rng)]);
+  }
+  for (int d = 0; d < duplicates; ++d) {
+    const auto [p, c] = pairs[static_cast<std::size_t>(std::uniform_int_distribution<int>(0, joints - 1)(rng))];
+    joint(p, c, JointType::Spherical);
+  }
+  return b.build();
+}
+
+Mat6 random_spd(std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Mat6 A;
+  for (int i = 0; i < 36; ++i) A(i) = u(rng);
+  return A * A.transpose() + 0.5 * Mat6::Identity();
+}
+
+Mat6 random_arm(std::mt19937& rng) {  // a shift matrix S(l) = [I 0; -skew(l) I]-like, invertible
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Mat6 T = Mat6::Identity();
+  T.bottomLeftCorner<3, 3>() = skew(Vec3(u(rng), u(rng), u(rng)));
+  return T;
+}
+
+struct Problem {
+  std::vector<dc::JointSides> sides;
+  std::vector<Rows> rows;
+  std::vector<Mat6> M_inverse;
+  std::vector<Vec6> beta;
+  std::map<std::pair<int, int>, Mat6> arm;  // (body, joint) -> T_h; identity when shared
+};
+
+/// Right-hand sides r that a random state x* satisfies (r = J~ x*): redundant hard rows are then
+/// consistent, as a mechanism's are.
+void consistent_right_hand_sides(Problem& p, int bodies, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<Vec6> x_star(static_cast<std::size_t>(bodies));
+  for (Vec6& x : x_star)
+    for (int c = 0; c < 6; ++c) x(c) = u(rng);
+  for (std::size_t j = 0; j < p.sides.size(); ++j) {
+    const auto& s = p.sides[j];
+    Rows& r = p.rows[j];
+    const int jj = static_cast<int>(j);
+    r.r.head(s.rows) = r.G_c.topRows(s.rows) * p.arm.at({s.body_c, jj}).transpose() * x_star[static_cast<std::size_t>(s.body_c)];
+    if (s.body_p != kGround)
+      r.r.head(s.rows) += r.G_p.topRows(s.rows) * p.arm.at({s.body_p, jj}).transpose() * x_star[static_cast<std::size_t>(s.body_p)];
+  }
+}
+
+/// Every joint's rows are its twist Jacobians at the model's state (ConstraintSet: what the
+/// absolute-coordinate formulations put in the tree), with compliance c; random leaves.
+Problem random_problem(const Model& m, bool shared, double compliance, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Problem p;
+  const ConstraintSet constraints(m);
+  std::vector<ConstraintBlock> blocks;
+  constraints.evaluate(0.0, initial_state(m), blocks);
+  for (std::size_t j = 0; j < m.joints.size(); ++j) {
+    const ConstraintBlock& b = blocks[j];
+    const int rows = b.size();
+    p.sides.push_back({b.parent, b.child, rows});
+    Rows r;
+    r.reset(rows);
+    if (b.parent != kGround) r.G_p.topRows(rows) = b.J_P;
+    r.G_c.topRows(rows) = b.J_C;
+    r.compliance = compliance;
+    p.rows.push_back(r);
+  }
+  for (int i = 0; i < m.body_count(); ++i) {
+    p.M_inverse.push_back(random_spd(rng).inverse());
+    Vec6 b;
+    for (int c = 0; c < 6; ++c) b(c) = u(rng);
+    p.beta.push_back(b);
+    for (std::size_t j = 0; j < m.joints.size(); ++j)
+      if (m.joints[j].parent == i || m.joints[j].child == i)
+        p.arm[{i, static_cast<int>(j)}] = shared ? Mat6::Identity() : random_arm(rng);
+  }
+  consistent_right_hand_sides(p, m.body_count(), rng);
+  return p;
+}
+
+struct Dense {
+  Eigen::VectorXd lambda;
+  std::vector<Vec6> x;  // per body
+  bool redundant;
+  double condition;     // of J~ M^-1 J~' + C over its non-zero singular values
+};
+
+Dense dense_solve(const Model& m, const Problem& p) {
+  const int n = m.body_count();
+  std::vector<int> offset;
+  int rows = 0;
+  for (const auto& s : p.sides) {
+    offset.push_back(rows);
+    rows += s.rows;
+  }
+  Eigen::MatrixXd J = Eigen::MatrixXd::Zero(rows, 6 * n), Minv = Eigen::MatrixXd::Zero(6 * n, 6 * n);
+  Eigen::VectorXd r(rows), beta(6 * n), c(rows);
+  for (std::size_t j = 0; j < p.sides.size(); ++j) {
+    const auto& s = p.sides[j];
+    const int o = offset[j];
+    if (s.body_p != kGround)
+      J.block(o, 6 * s.body_p, s.rows, 6) = p.rows[j].G_p.topRows(s.rows) * p.arm.at({s.body_p, static_cast<int>(j)}).transpose();
+    J.block(o, 6 * s.body_c, s.rows, 6) = p.rows[j].G_c.topRows(s.rows) * p.arm.at({s.body_c, static_cast<int>(j)}).transpose();
+    r.segment(o, s.rows) = p.rows[j].r.head(s.rows);
+    c.segment(o, s.rows).setConstant(p.rows[j].compliance);
+  }
+  for (int i = 0; i < n; ++i) {
+    Minv.block<6, 6>(6 * i, 6 * i) = p.M_inverse[static_cast<std::size_t>(i)];
+    beta.segment<6>(6 * i) = p.beta[static_cast<std::size_t>(i)];
+  }
+  Eigen::MatrixXd A = J * Minv * J.transpose();
+  A.diagonal() += c;
+  const Eigen::CompleteOrthogonalDecomposition<Eigen::MatrixXd> cod(A);
+  Dense d;
+  d.lambda = cod.solve(r - J * beta);
+  d.redundant = cod.rank() < rows;
+  const Eigen::VectorXd sv = Eigen::JacobiSVD<Eigen::MatrixXd>(A).singularValues();
+  d.condition = sv(0) / sv(cod.rank() - 1);
+  const Eigen::VectorXd x = beta + Minv * J.transpose() * d.lambda;
+  for (int i = 0; i < n; ++i) d.x.push_back(x.segment<6>(6 * i));
+  return d;
+}
+
+/// The tree's solve: per body x_i = beta_i + M_i^-1 sum_h T_h f_h (what the leaves' equations
+/// mean), and the multipliers.
+struct TreeResult {
+  std::vector<Vec6> x;
+  std::vector<Vec6> lambda;
+};
+
+TreeResult tree_solve(const Model& m, const Problem& p, bool shared, const Parallel& parallel,
+                      Tree& core, bool bias_only = false) {
+  TreeResult out;
+  out.x.assign(static_cast<std::size_t>(m.body_count()), Vec6::Zero());
+  auto leaf_in = [&](int i) {
+    auto& node = core.leaf(i);
+    const auto& Minv = p.M_inverse[static_cast<std::size_t>(i)];
+    const int h = node.size();
+    for (int a = 0; a < h; ++a) {
+      const Mat6& Ta = p.arm.at({i, node.handles[static_cast<std::size_t>(a)]});
+      node.b[static_cast<std::size_t>(a)] = Ta.transpose() * p.beta[static_cast<std::size_t>(i)];
+      if (bias_only) continue;
+      if (shared) {
+        node.set_shared_k(Minv);
+        continue;
+      }
+      for (int c = 0; c < h; ++c) node.k(a, c) = Ta.transpose() * Minv * p.arm.at({i, node.handles[static_cast<std::size_t>(c)]});
+    }
+  };
+  auto leaf_out = [&](int i) {
+    auto& node = core.leaf(i);
+    Vec6 load = Vec6::Zero();
+    for (int a = 0; a < node.size(); ++a)
+      load += p.arm.at({i, node.handles[static_cast<std::size_t>(a)]}) * node.f[static_cast<std::size_t>(a)];
+    out.x[static_cast<std::size_t>(i)] = p.beta[static_cast<std::size_t>(i)] + p.M_inverse[static_cast<std::size_t>(i)] * load;
+  };
+  if (bias_only) core.solve_bias(p.rows, parallel, leaf_in, leaf_out);
+  else core.solve(p.rows, parallel, leaf_in, leaf_out);
+  for (std::size_t j = 0; j < p.sides.size(); ++j) out.lambda.push_back(core.multiplier(static_cast<int>(j)));
+  return out;
+}
+
+/// Both are backward-stable solves of one system: they agree to about eps times its condition
+/// number (1000 eps kappa, relative to the largest entry, below).
+void expect_matches_dense(const Model& m, const Problem& p, const TreeResult& t, const std::string& what) {
+  const Dense d = dense_solve(m, p);
+  const double tolerance = 1e3 * std::numeric_limits<double>::epsilon() * d.condition;
+  double scale = 1.0, worst = 0.0;
+  for (std::size_t i = 0; i < d.x.size(); ++i) {
+    scale = std::max(scale, d.x[i].cwiseAbs().maxCoeff());
+    worst = std::max(worst, (t.x[i] - d.x[i]).cwiseAbs().maxCoeff());
+  }
+  EXPECT_LT(worst, tolerance * scale) << what << (d.redundant ? " (redundant rows)" : "") << ", condition " << d.condition;
+  EXPECT_LT(tolerance, 1e-4) << what << ": too ill-conditioned to say anything";
+  if (d.redundant) return;  // lambda is not unique
+  int o = 0;
+  const double lambda_scale = std::max(1.0, d.lambda.cwiseAbs().maxCoeff());
+  for (std::size_t j = 0; j < p.sides.size(); ++j) {
+    const int rows = p.sides[j].rows;
+    EXPECT_LT((t.lambda[j].head(rows) - d.lambda.segment(o, rows)).cwiseAbs().maxCoeff(), tolerance * lambda_scale)
+        << what << ", joint " << j;
+    o += rows;
+  }
+}
+
+}  // namespace
+
+// Random trees and graphs with loops, per-handle and shared leaves, hard and compliant rows:
+// the tree's solution is the dense one (and its multipliers too where they are unique).
+TEST(TreeSolve, MatchesADenseSolveOnRandomTreesAndLoops) {
+  std::mt19937 rng(2024);
+  for (int trial = 0; trial < 24; ++trial) {
+    const int bodies = 2 + trial % 9, loops = trial % 4 == 0 ? 0 : 1 + trial % 3;
+    const Model m = random_graph(bodies, loops, 0, rng);
+    const Topology topology(m);
+    const AssemblyTree tree(m, topology, 1);
+    for (bool shared : {false, true})
+      for (double compliance : {0.0, 1e-3}) {
+        const Problem p = random_problem(m, shared, compliance, rng);
+        Tree core(tree, p.sides, InverseMethod::Cholesky, shared ? dc::LeafBlocks::Shared : dc::LeafBlocks::PerHandlePair);
+        const TreeResult t = tree_solve(m, p, shared, Parallel{}, core);
+        expect_matches_dense(m, p, t,
+                             "trial " + std::to_string(trial) + (shared ? ", shared" : ", per handle") + ", c = " +
+                                 std::to_string(compliance));
+      }
+  }
+}
+
+// Redundant rows (a joint repeated between the same bodies; the papers' planar loops of spatial
+// joints): the minimum-norm eliminations still give the unique x; with compliant rows (ali3)
+// every matrix stays positive definite.
+TEST(TreeSolve, RedundantRowsGiveTheUniqueSolution) {
+  std::mt19937 rng(99);
+  for (int trial = 0; trial < 12; ++trial) {
+    const Model m = random_graph(3 + trial % 5, trial % 2, 1 + trial % 2, rng);
+    const AssemblyTree tree(m, Topology(m), 1);
+    for (double compliance : {0.0, 1e-6}) {
+      const Problem p = random_problem(m, true, compliance, rng);
+      Tree core(tree, p.sides, InverseMethod::Cholesky, dc::LeafBlocks::Shared);
+      expect_matches_dense(m, p, tree_solve(m, p, true, Parallel{}, core), "trial " + std::to_string(trial));
+      if (compliance == 0.0) {
+        EXPECT_TRUE(dense_solve(m, p).redundant) << "trial " << trial;
+        EXPECT_TRUE(core.any_singular()) << "trial " << trial;
+      }
+    }
+  }
+}
+
+// The papers' own loop models (their trees from AssemblyTree), and a bias-only pass after a full
+// one: new b and r on the held eliminations give the dense solution of the new right-hand sides.
+TEST(TreeSolve, BiasOnlyPassesSolveNewRightHandSidesOnTheHeldEliminations) {
+  std::mt19937 rng(5);
+  for (const char* name : {"loop4", "loop8", "double_loop8", "four_bar", "chain32"}) {
+    const Model m = std::string(name) == "chain32" ? make_chain(32, JointType::Spherical) : read_model_file(test::model_path(name));
+    const AssemblyTree tree(m, Topology(m), 1);
+    Problem p = random_problem(m, false, 0.0, rng);  // hard rows: the loops' redundant ones exactly singular
+    Tree core(tree, p.sides, InverseMethod::Cholesky, dc::LeafBlocks::PerHandlePair);
+    expect_matches_dense(m, p, tree_solve(m, p, false, Parallel{}, core), name);
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    for (auto& b : p.beta)
+      for (int c = 0; c < 6; ++c) b(c) = u(rng);
+    consistent_right_hand_sides(p, m.body_count(), rng);
+    expect_matches_dense(m, p, tree_solve(m, p, false, Parallel{}, core, true), std::string(name) + ", bias only");
+  }
+}
+
+// The threaded passes (with the serial threshold lowered so small trees take them) give the
+// serial numbers bit for bit.
+TEST(TreeSolve, TwoThreadsGiveTheSerialNumbersBitForBit) {
+  std::mt19937 rng(17);
+  const Model m = random_graph(40, 3, 1, rng);
+  const Topology topology(m);
+  const Problem p = random_problem(m, false, 1e-6, rng);
+  const AssemblyTree tree1(m, topology, 1), tree2(m, topology, 2);
+  Tree core1(tree1, p.sides), core2(tree2, p.sides);
+  const TreeResult serial = tree_solve(m, p, false, Parallel{}, core1);
+  const TreeResult threaded =
+      tree_solve(m, p, false, Parallel(Threading{.threads = 2, .min_parallel_bodies = 2}, 1), core2);
+  for (std::size_t i = 0; i < serial.x.size(); ++i) EXPECT_EQ(serial.x[i], threaded.x[i]) << "body " << i;
+}
+
+TEST(TreeSolve, RefusesAJointWithMoreRowsThanTheTreesDimension) {
+  std::mt19937 rng(3);
+  const Model m = random_graph(3, 0, 0, rng);
+  const AssemblyTree tree(m, Topology(m), 1);
+  std::vector<dc::JointSides> sides(m.joints.size());
+  for (std::size_t j = 0; j < sides.size(); ++j) sides[j] = {m.joints[j].parent, m.joints[j].child, 2};
+  sides[1].rows = 4;
+  EXPECT_THROW((dc::HandleTree<double, 3>(tree, sides)), std::invalid_argument);
+}
