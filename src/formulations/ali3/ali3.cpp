@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "../common/equal_steps.hpp"
+#include "euler_body.hpp"
 #include "../common/joint_blocks.hpp"
 #include "../common/largest_body.hpp"
 #include "../common/tree_context.hpp"
@@ -21,8 +22,9 @@
 namespace treedyn {
 namespace {
 
-using Vec7 = Eigen::Matrix<double, 7, 1>;
-using Mat7 = Eigen::Matrix<double, 7, 7>;
+using ali3::Mat7;
+using ali3::Vec7;
+using namespace ali3;
 using Tree = dc::HandleTree<double, 6>;
 using Rows = dc::JointRows<double, 6>;
 
@@ -38,14 +40,6 @@ struct BodyData {
   Vec7 delta = Vec7::Zero();     // Delta q of the Newton iteration
 };
 
-/// 4 G' J' G and the quadratic-velocity term -8 Gd' J' G pd (paper 000, Eqs. 7-8).
-Mat7 mass_matrix(double m, const Mat3& J, const Vec4& p) {
-  const Mat34 G = G_matrix<double>(p);
-  Mat7 M = Mat7::Zero();
-  M.topLeftCorner<3, 3>().diagonal().setConstant(m);
-  M.bottomRightCorner<4, 4>() = 4.0 * G.transpose() * J * G;
-  return M;
-}
 
 class Ali3 final : public Formulation {
  public:
@@ -152,6 +146,17 @@ class Ali3 final : public Formulation {
   }
 
   BodyData& body(int i) { return bodies_[static_cast<std::size_t>(i)]; }
+  /// M v and the quadratic-velocity term of body i (euler_body.hpp).
+  Vec7 mass_times(int i, const Mat34& G, const Vec7& v) const {
+    const Body& mb = model_.bodies[static_cast<std::size_t>(i)];
+    return ali3::mass_times(mb.mass, mb.inertia, G, v);
+  }
+  Vec4 quadratic_velocity(int i, const Mat34& G, const Vec4& pd) const {
+    return ali3::quadratic_velocity(model_.bodies[static_cast<std::size_t>(i)].inertia, G, pd);
+  }
+  static void trapezoidal_rates(BodyData& b, double h) {
+    ali3::trapezoidal_rates(b.q, b.q_bar, b.qd_bar, b.qdd_bar, h, b.qd, b.qdd);
+  }
   const BodyData& body(int i) const { return bodies_[static_cast<std::size_t>(i)]; }
 
   // Kinematics ------------------------------------------------------------------------------
@@ -206,50 +211,11 @@ class Ali3 final : public Formulation {
         });
   }
 
-  /// A wrench [force; torque] (global, at the centre of mass) as a generalized force in the 7
-  /// coordinates: T' [f; n] = [f; 2 E(p)' n] (Eq. 8's 2 G' n' = 2 E' n).
-  static Vec7 in_q(const Vec6& wrench, const Vec4& p) {
-    const Vec4 En = E_matrix<double>(p).transpose() * wrench.tail<3>();  // apart: Eigen would fold 2 into a
-    Vec7 out;                                                            // slow per-coefficient product
-    out << wrench.head<3>(), 2.0 * En;
-    return out;
-  }
 
-  /// A displacement in the 7 coordinates as a twist: T x = [x_r; 2 E(p) x_p].
-  static Vec6 in_twist(const Vec7& x, const Vec4& p) {
-    const Vec3 Ex = E_matrix<double>(p) * x.tail<4>();
-    Vec6 out;
-    out << x.head<3>(), 2.0 * Ex;
-    return out;
-  }
 
-  /// T K T' for a symmetric K in the 7 coordinates, T = diag(I, 2 E(p)).
-  static Mat6 in_twist(const Mat7& K, const Vec4& p) {
-    const Mat34 E2 = 2.0 * E_matrix<double>(p);
-    Mat6 out;
-    out.topLeftCorner<3, 3>() = K.topLeftCorner<3, 3>();
-    out.topRightCorner<3, 3>().noalias() = K.topRightCorner<3, 4>() * E2.transpose();
-    out.bottomLeftCorner<3, 3>() = out.topRightCorner<3, 3>().transpose();
-    out.bottomRightCorner<3, 3>().noalias() = E2 * K.bottomRightCorner<4, 4>() * E2.transpose();
-    return out;
-  }
 
   // Dynamics ----------------------------------------------------------------------------------
-  /// M v for body i (Eq. 7) without forming M: [m v_r; 4 G' J G v_p], with G = G(p) of its iterate.
-  Vec7 mass_times(int i, const Mat34& G, const Vec7& v) const {
-    const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
-    const Vec3 Jw = 4.0 * (model_body.inertia * (G * v.tail<4>()));
-    const Vec4 GJw = G.transpose() * Jw;
-    Vec7 out;
-    out << model_body.mass * v.head<3>(), GJw;
-    return out;
-  }
 
-  /// Eq. 8's quadratic-velocity term as it enters M qdd - Q: 8 Gd' J' G pd, Gd = G(pd).
-  Vec4 quadratic_velocity(int i, const Mat34& G, const Vec4& pd) const {
-    const Vec3 JGpd = 8.0 * (model_.bodies[static_cast<std::size_t>(i)].inertia * (G * pd));
-    return G_matrix<double>(pd).transpose() * JGpd;
-  }
 
   /// The applied loads that couple bodies (springs, forces, actuators), for every body before a
   /// pass. With gravity alone there is nothing to do: applied_wrench takes each body's weight.
@@ -287,8 +253,6 @@ class Ali3 final : public Formulation {
     return g;
   }
 
-  /// Psi = (p'p - 1)/2 (Eq. 4).
-  static double psi(const Vec4& p) { return 0.5 * (p.squaredNorm() - 1.0); }
 
   /// K x for body i's held tangent: K is block diagonal (translation, Euler parameters) unless
   /// geometric stiffness couples them.
@@ -320,16 +284,9 @@ class Ali3 final : public Formulation {
     const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
     const Mat3& J_inverse = inertia_inverse_[static_cast<std::size_t>(i)];
     b.p_tangent = p;
-    if (!options_.geometric_stiffness) {
-      b.K.setZero();
-      b.K.topLeftCorner<3, 3>().diagonal().setConstant(s / model_body.mass);
-      b.K.bottomRightCorner<4, 4>() = s * euler_block_inverse<double>(J_inverse, p, s * options_.alpha);
-      const Mat3 A = state_[static_cast<std::size_t>(i)].q.toRotationMatrix();
-      Mat6 K_twist = Mat6::Zero();
-      K_twist.topLeftCorner<3, 3>().diagonal().setConstant(s / model_body.mass);
-      K_twist.bottomRightCorner<3, 3>().noalias() = s * A * J_inverse * A.transpose();
-      return K_twist;
-    }
+    if (!options_.geometric_stiffness)
+      return closed_form_tangent(model_body.mass, J_inverse, state_[static_cast<std::size_t>(i)].q.toRotationMatrix(), p, s,
+                                 options_.alpha, b.K);
     Mat7& M_check = M_check_[static_cast<std::size_t>(i)];
     M_check = mass_matrix(model_body.mass, model_body.inertia, p);
     add_geometric_stiffness(i, t, h);
@@ -521,11 +478,6 @@ class Ali3 final : public Formulation {
     return std::sqrt(sum);
   }
 
-  /// qd = 2/h (q - q_bar) - qd_bar, qdd = 4/h^2 (q - q_bar) - 4/h qd_bar - qdd_bar (Eqs. 15-16).
-  static void trapezoidal_rates(BodyData& b, double h) {
-    b.qd = 2.0 / h * (b.q - b.q_bar) - b.qd_bar;
-    b.qdd = 4.0 / (h * h) * (b.q - b.q_bar) - 4.0 / h * b.qd_bar - b.qdd_bar;
-  }
 
   /// Step 4: M_cc qd + (h^2/4) Phi_q' sigma = M_c qd*, sigma = alpha Phi_dot (Eqs. 40-54), on a
   /// tangent (M_c, K and the elimination matrices, with the Jacobians) built at the converged
