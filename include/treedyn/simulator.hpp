@@ -161,13 +161,22 @@ class Simulator {
   void restart(const SystemState& bodies);
   void changed() { ++version_; }
   void inputs_changed();
-  /// The map's state of `bodies` checked (or projected) against the joints at time().
-  SystemState checked_state(SystemState bodies, const Eigen::VectorXd* q, const Eigen::VectorXd* qd, StateFix fix) const;
+  /// Whether every joint and driver holds at time() within the state tolerance; with `placed`
+  /// (bodies placed from the tree joints' coordinates, which they satisfy by construction) only the
+  /// loop-closing joints and the drivers are evaluated.
+  bool within_tolerance(const SystemState& bodies, bool placed) const;
+  /// Refuses (std::invalid_argument listing the violations) or projects `bodies`; q and qd, when
+  /// given, are the coordinates they were placed from (the loop joints' entries are checked).
+  void check_or_project(SystemState& bodies, const Eigen::VectorXd* q, const Eigen::VectorXd* qd, StateFix fix) const;
 
   std::shared_ptr<const Model> model_;
   std::string formulation_name_;
   double state_tolerance_;
   std::shared_ptr<const CoordinateMap> map_;
+  std::unique_ptr<ConstraintSet> constraints_;  // of *model_, for the state checks
+  std::vector<int> placed_checks_;              // its blocks that placed bodies may violate: loops, drivers
+  mutable ConstraintBlock block_;
+  SystemState placed_;
   std::shared_ptr<ExternalLoads> inputs_;
   std::unique_ptr<Formulation> formulation_;
   SolverStats stats_at_reset_;

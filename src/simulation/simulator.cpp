@@ -1,6 +1,7 @@
 // The stepping API; see include/treedyn/simulator.hpp.
 #include "treedyn/simulator.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
@@ -77,6 +78,10 @@ Simulator::Simulator(std::shared_ptr<const Model> model, const std::string& form
     throw ModelError(text);
   }
   map_ = make_map(*model_);
+  constraints_ = std::make_unique<ConstraintSet>(*model_);
+  for (const CoordinateMap::Entry& e : map_->entries())  // placed bodies satisfy the tree joints: check the rest
+    if (e.loop) placed_checks_.push_back(e.joint);
+  for (int d = 0; d < static_cast<int>(model_->drivers.size()); ++d) placed_checks_.push_back(model_->joint_count() + d);
   inputs_ = std::make_shared<ExternalLoads>(map_);
   formulation_ = make_formulation(formulation, model_, settings, inputs_);
   stats_at_reset_ = formulation_->stats();
@@ -173,11 +178,30 @@ Eigen::VectorXd Simulator::joint_qd(const std::string& joint) const {
   return qd().segment(e.v_offset, e.nv);
 }
 
-SystemState Simulator::checked_state(SystemState bodies, const Eigen::VectorXd* q, const Eigen::VectorXd* qd,
-                                     StateFix fix) const {
+bool Simulator::within_tolerance(const SystemState& bodies, bool placed) const {
+  const double t = time();
+  auto fine = [&](int k) {
+    constraints_->evaluate_block(k, t, bodies, block_, ConstraintParts::jacobians_only());
+    if (block_.size() == 0) return true;
+    Vec6 V_P, V_C;
+    const BodyState &P = state_of(bodies, block_.parent), &C = state_of(bodies, block_.child);
+    V_P << P.v, P.w;
+    V_C << C.v, C.w;
+    const double position = block_.phi.cwiseAbs().maxCoeff();
+    const double velocity = (block_.J_P * V_P + block_.J_C * V_C + block_.phi_t).cwiseAbs().maxCoeff();
+    return position <= state_tolerance_ && velocity <= state_tolerance_;
+  };
+  if (placed) return std::all_of(placed_checks_.begin(), placed_checks_.end(), fine);
+  for (int k = 0; k < constraints_->block_count(); ++k)
+    if (!fine(k)) return false;
+  return true;
+}
+
+void Simulator::check_or_project(SystemState& bodies, const Eigen::VectorXd* q, const Eigen::VectorXd* qd, StateFix fix) const {
   const double t = time();
   std::vector<std::string> problems;
-  if (q && fix == StateFix::Refuse) {  // loop-closing joints: given coordinates must be where the others put them
+  if (q && fix == StateFix::Refuse && !placed_checks_.empty()) {
+    // Loop-closing joints: their own entries must be where the other joints put them.
     Eigen::VectorXd q_measured(map_->nq()), qd_measured(map_->nv());
     map_->measure(bodies, q_measured, qd_measured, q);
     for (const CoordinateMap::Entry& e : map_->entries()) {
@@ -191,12 +215,14 @@ SystemState Simulator::checked_state(SystemState bodies, const Eigen::VectorXd* 
                            " from the values given");
     }
   }
+  if (problems.empty() && within_tolerance(bodies, q != nullptr)) return;
   const ConsistencyReport report = check_state(*model_, t, bodies, state_tolerance_);
   problems.insert(problems.end(), report.violations.begin(), report.violations.end());
-  if (problems.empty()) return bodies;
+  if (problems.empty()) return;
   if (fix == StateFix::Project) {
     AssemblyReport assembly;
-    return assemble_state(*model_, t, std::move(bodies), assembly);
+    bodies = assemble_state(*model_, t, std::move(bodies), assembly);
+    return;
   }
   std::string text = "the state violates the constraints at t = " + sci(t) + " (tolerance " + sci(state_tolerance_) + "):";
   for (const auto& p : problems) text += "\n  " + p;
@@ -220,11 +246,10 @@ void Simulator::set_state(const Eigen::VectorXd& q, const Eigen::VectorXd& qd, S
     if (quaternion >= 0 && q.segment(e.q_offset + quaternion, 4).norm() < 1e-12)
       throw std::invalid_argument("set_state: the quaternion of joint '" + e.name + "' is zero");
   }
-  SystemState bodies;
-  map_->place(q, qd, bodies);
-  bodies = checked_state(std::move(bodies), &q, &qd, fix);
+  map_->place(q, qd, placed_);
+  check_or_project(placed_, &q, &qd, fix);
   inputs_->restart_angles(q);
-  restart(bodies);
+  restart(placed_);
 }
 
 void Simulator::set_joint_state(const std::string& joint, const Eigen::VectorXd& joint_q, const Eigen::VectorXd& joint_qd,
@@ -254,7 +279,7 @@ void Simulator::set_body_states(const SystemState& bodies, StateFix fix) {
     b.q.normalize();
     b.a = b.alpha = Vec3::Zero();
   }
-  states = checked_state(std::move(states), nullptr, nullptr, fix);
+  check_or_project(states, nullptr, nullptr, fix);
   Eigen::VectorXd q_new(map_->nq()), qd_new(map_->nv());
   map_->measure(states, q_new, qd_new, &inputs_->angle_reference());
   inputs_->restart_angles(q_new);

@@ -42,10 +42,9 @@ class Dca final : public OdeFormulation {
   const JointSpace& joints() const { return solver_.joints(); }
 
   void state_of_bodies(const SystemState& bodies, Eigen::VectorXd& y) override {
-    Eigen::VectorXd q, v;
-    joints().coordinates(bodies, q, v);
-    y.resize(q.size() + v.size());
-    y << q, v;
+    joints().coordinates(bodies, q_, v_);
+    y.resize(q_.size() + v_.size());
+    y << q_, v_;
   }
   void restart_loads(const SystemState& bodies) override { solver_.restart_angle_references(bodies); }
   int size() const override { return joints().nq() + joints().nv(); }
@@ -74,6 +73,7 @@ class Dca final : public OdeFormulation {
   }
 
   jc::AccelerationSolver solver_;
+  Eigen::VectorXd q_, v_;  // scratch of state_of_bodies
 };
 
 }  // namespace

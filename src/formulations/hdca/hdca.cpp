@@ -60,11 +60,10 @@ class Hdca final : public OdeFormulation {
 
   /// y = [q; p]: the joint coordinates of the states and the momenta of their joint velocities.
   void state_of_bodies(const SystemState& bodies, Eigen::VectorXd& y) override {
-    Eigen::VectorXd q, v;
-    joints().coordinates(bodies, q, v);
+    joints().coordinates(bodies, q_, v_restart_);
     y.resize(joints().nq() + joints().nv());
-    y.head(joints().nq()) = q;
-    engine_.momenta(q, v, y.tail(joints().nv()));
+    y.head(joints().nq()) = q_;
+    engine_.momenta(q_, v_restart_, y.tail(joints().nv()));
     round_to_scalar(y);
   }
   void restart_loads(const SystemState& bodies) override {
@@ -126,6 +125,7 @@ class Hdca final : public OdeFormulation {
   jc::AccelerationSolver reporter_;  // accelerations and reactions at output times
   HdcaOptions::ErrorControl error_control_;
   Eigen::VectorXd v_;
+  Eigen::VectorXd q_, v_restart_;  // scratch of state_of_bodies
 };
 
 template <class Kin>
