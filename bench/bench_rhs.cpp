@@ -26,6 +26,7 @@ using namespace treedyn;
 void time_rhs(benchmark::State& state, const Model& model, const std::string& formulation, int threads) {
   FormulationSettings settings;
   settings.threading.threads = threads;
+  settings.threading.pin = true;  // as the command line runs
   auto f = make_formulation(formulation, share(model), settings);
   OdeSystem& ode = *f->ode();
   const Eigen::VectorXd y = f->ode_state();
@@ -63,6 +64,7 @@ void Ali3Step(benchmark::State& state) {
   const Model model = make_chain(n, JointType::Spherical);
   FormulationSettings settings = suggested_settings(model, "ali3", CompareOptions{});
   settings.threading.threads = static_cast<int>(state.range(1));
+  settings.threading.pin = true;
   std::unique_ptr<Formulation> f;
   int steps = 500;
   for (auto _ : state) {

@@ -27,6 +27,7 @@ struct CompareOptions {
   /// integrators an interpolation per output, counted in their wall time.
   std::optional<double> sample_interval;
   int threads = 1;
+  bool pin_threads = false;               // Threading::pin (the command line sets it)
   int reference_max_bodies = 64;          // beyond: no reference run (dense, O(n^3) per step)
 };
 

@@ -55,8 +55,14 @@ class PsdSolver {
   using Matrix = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, 0, MaxSize, MaxSize>;
   using Vector = Eigen::Matrix<S, Eigen::Dynamic, 1, 0, MaxSize, 1>;
 
+  /// The Cholesky factor starts as the identity's: an Eigen::LLT that never computed leaves its
+  /// status uninitialised, and copying or moving it (PsdSolver is assigned when a workspace is
+  /// resized) reads that value: undefined behaviour that UBSan reports.
   explicit PsdSolver(Eigen::Index size = 0, InverseMethod method = InverseMethod::Cholesky)
-      : llt_(size), svd_(size, size, Eigen::ComputeFullU | Eigen::ComputeFullV), method_(method), scratch_(size) {
+      : llt_(Matrix::Identity(size, size)),
+        svd_(size, size, Eigen::ComputeFullU | Eigen::ComputeFullV),
+        method_(method),
+        scratch_(size) {
     if (method == InverseMethod::AdjugateLdup) inverse_.setZero(size, size);
   }
 

@@ -226,6 +226,7 @@ struct CompareArgs {
     set(o.alpha, alpha);
     set(o.sample_interval, sample);
     o.reference_max_bodies = reference_max_bodies;
+    o.pin_threads = true;  // the command line owns its process
     return o;
   }
 };

@@ -152,6 +152,7 @@ double sample_interval(const CompareOptions& o, double t_end) {
 FormulationSettings suggested_settings(const Model& model, const std::string& formulation, const CompareOptions& options) {
   FormulationSettings s;
   s.threading.threads = options.threads;
+  s.threading.pin = options.pin_threads;
   if (formulation == "dca" || formulation == "hdca") {
     if (options.rtol) s.rtol = s.atol = *options.rtol;
   } else if (formulation == "ali3") {

@@ -7,6 +7,7 @@
 #include <nvector/nvector_serial.h>
 #include <sunnonlinsol/sunnonlinsol_fixedpoint.h>
 
+#include <cstdlib>
 #include <exception>
 #include <sstream>
 
@@ -80,14 +81,21 @@ class SundialsBase : public Integrator {
     self->last_error_ = std::string(module) + " " + function + ": " + msg;
   }
 
+  /// A SUNDIALS *GetReturnFlagName string, which the caller must free.
+  static std::string flag_name(char* name) {
+    std::string text = name ? name : "?";
+    std::free(name);
+    return text;
+  }
+
   /// Rethrows an exception raised inside a callback, or reports the solver's error.
-  [[noreturn]] void fail(double t, int flag, const char* flag_name) {
+  [[noreturn]] void fail(double t, int flag, const std::string& what) {
     if (pending_) {
       auto e = pending_;
       pending_ = nullptr;
       std::rethrow_exception(e);
     }
-    throw SimulationError(t, name_ + " failed (" + flag_name + ", flag " + std::to_string(flag) + ")" +
+    throw SimulationError(t, name_ + " failed (" + what + ", flag " + std::to_string(flag) + ")" +
                                  (last_error_.empty() ? "" : ": " + last_error_) + non_finite_);
   }
 
@@ -169,7 +177,7 @@ class ArkodeErk final : public SundialsBase {
     double t = 0.0;
     non_finite_.clear();  // a failure reports this call's non-finite values only
     const int flag = ERKStepEvolve(mem_, t_out, y_, &t, mode);
-    if (flag < 0) fail(t, flag, ERKStepGetReturnFlagName(flag));
+    if (flag < 0) fail(t, flag, flag_name(ERKStepGetReturnFlagName(flag)));
     long steps = 0, fails = 0;
     ERKStepGetNumSteps(mem_, &steps);
     ERKStepGetNumErrTestFails(mem_, &fails);
@@ -224,7 +232,7 @@ class Cvode final : public SundialsBase {
     while (now < t_out) now = one_step(t_out);
     if (now != t_out) {
       const int flag = CVodeGetDky(mem_, t_out, 0, y_);
-      if (flag < 0) fail(t_out, flag, CVodeGetReturnFlagName(flag));
+      if (flag < 0) fail(t_out, flag, flag_name(CVodeGetReturnFlagName(flag)));
     }
     finish_output(t_out, y);
   }
@@ -258,7 +266,7 @@ class Cvode final : public SundialsBase {
   double one_step(double t_out) {
     double t = 0.0;
     const int flag = CVode(mem_, t_out, y_, &t, CV_ONE_STEP);
-    if (flag < 0) fail(t, flag, CVodeGetReturnFlagName(flag));
+    if (flag < 0) fail(t, flag, flag_name(CVodeGetReturnFlagName(flag)));
     long steps = 0, fails = 0;
     CVodeGetNumSteps(mem_, &steps);
     CVodeGetNumErrTestFails(mem_, &fails);

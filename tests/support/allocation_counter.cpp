@@ -5,15 +5,15 @@
 
 #include "treedyn/formulation.hpp"
 
-#ifndef TREEDYN_SANITIZED  // the sanitizers interpose malloc themselves
-extern "C" void* __libc_malloc(std::size_t);
-extern "C" void* __libc_calloc(std::size_t, std::size_t);
-extern "C" void* __libc_realloc(void*, std::size_t);
-
 namespace {
 std::atomic<bool> counting{false};
 std::atomic<long> allocations{0};
 }  // namespace
+
+#ifndef TREEDYN_SANITIZED  // the sanitizers interpose malloc themselves
+extern "C" void* __libc_malloc(std::size_t);
+extern "C" void* __libc_calloc(std::size_t, std::size_t);
+extern "C" void* __libc_realloc(void*, std::size_t);
 
 extern "C" void* malloc(std::size_t n) {
   if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
