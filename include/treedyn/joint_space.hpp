@@ -74,7 +74,8 @@ class JointSpace {
   int tree_joint_of(int body) const { return tree_joint_of_[static_cast<std::size_t>(body)]; }
 
   /// Coordinates of an absolute state. Throws ModelError naming the joint if the state violates
-  /// a tree joint (position or velocity) by more than `tolerance`.
+  /// a tree joint (position or velocity) by more than `tolerance`; an infinite tolerance skips
+  /// the check (a state the caller has checked).
   void coordinates(const SystemState& state, Eigen::VectorXd& q, Eigen::VectorXd& v, double tolerance = 1e-6) const;
 
   /// Body poses and twists from (q, v) (accelerations are left as they are) and every tree

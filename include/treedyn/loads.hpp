@@ -42,7 +42,7 @@ class AppliedLoads {
   /// True if the model has loads that measure joint angles, or external loads keep joint angles
   /// continuous (so update_angle_references matters).
   bool measures_angles() const {
-    return !angle_reference_.empty() || (external_ && external_->map().has_angles());
+    return !angle_reference_.empty() || (external_ && external_->tracks_angles());
   }
 
  private:

@@ -212,7 +212,8 @@ struct Model {
 
 /// A model as simulators and formulations hold it: immutable and shared, so that it lives as long
 /// as the last of them (treedyn::share(read_model_file(path)) is safe; nothing refers to a
-/// temporary).
+/// temporary). Nothing writes to a shared Model, so any number of threads may read it; the one
+/// thing it may run is a TimeFunction callback, which must then be safe to call concurrently.
 using ModelPtr = std::shared_ptr<const Model>;
 /// Moves a model into shared ownership.
 inline ModelPtr share(Model model) { return std::make_shared<const Model>(std::move(model)); }

@@ -23,7 +23,10 @@
 //
 // State. q and qd are the joint coordinates and rates of CoordinateMap (coordinate_map.hpp):
 // every joint in model order, loop-closing joints included, then a free joint per floating
-// sub-system; angles continuous through any number of turns. Body poses and twists are the
+// sub-system. Angles are continuous through any number of turns from the first read of q on (or
+// once a load function is set): from then, every accepted step keeps their reference current
+// (a measure of every angle per step, which whole runs that never read q do not pay); a first
+// read gives each angle nearest its value in the state last set. Body poses and twists are the
 // absolute states of kinematics.hpp. Reading is cheap after the first read at a state (cached
 // until the state changes); hdca computes its velocities from its momenta (one tree pass).
 //

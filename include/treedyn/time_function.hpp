@@ -10,7 +10,9 @@ namespace treedyn {
 
 /// f(t) with its first and second derivatives (drivers need all three).
 /// Kinds: constant, polynomial (sum a_k t^k), sine (offset + amplitude sin(omega t + phase)),
-/// and a C++ callback (API only; a model holding one cannot be written to JSON).
+/// and a C++ callback (API only; a model holding one cannot be written to JSON). A callback is
+/// part of the Model: simulators sharing the model call it from their own threads, so it must be
+/// safe to call concurrently (a pure function of t is).
 class TimeFunction {
  public:
   struct Constant {

@@ -123,7 +123,11 @@ double ExternalLoads::power(double t, const SystemState& bodies) const {
 }
 
 void ExternalLoads::track(const SystemState& bodies) const {
-  if (map_->has_angles()) map_->track_angles(bodies, reference_);
+  if (fresh_) {  // the state was just set from the reference's coordinates
+    fresh_ = false;
+    return;
+  }
+  if (tracking_) map_->track_angles(bodies, reference_);
 }
 
 }  // namespace treedyn

@@ -158,6 +158,8 @@ const Eigen::VectorXd& Simulator::q() const {
     q_.resize(map_->nq());
     qd_.resize(map_->nv());
     map_->measure(body_states(), q_, qd_, &inputs_->angle_reference());
+    inputs_->note_angles(q_);     // the reading is the newest reference
+    inputs_->start_tracking();    // and angles stay continuous from now on, read or not
     q_version_ = version_;
   }
   return q_;

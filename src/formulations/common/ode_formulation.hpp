@@ -3,6 +3,7 @@
 // advance_to and step, and the restarts after set_state and loads_changed.
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -27,7 +28,7 @@ class OdeFormulation : public Formulation, protected OdeSystem {
     t_ = integrator_->step(y_);
   }
   void set_state(double t, const SystemState& bodies) override {
-    state_of_bodies(bodies, y_);
+    state_of_bodies(bodies, y_, std::numeric_limits<double>::infinity());  // checked by the caller
     restart_loads(bodies);
     t_ = t;
     integrator_->reset(t_, y_);
@@ -47,8 +48,9 @@ class OdeFormulation : public Formulation, protected OdeSystem {
       : Formulation(std::move(model), std::move(external)), timer_(std::move(timer)) {}
 
   /// The formulation's state y of absolute body states (positions and velocities). Throws
-  /// ModelError naming the joint if they violate a joint of its coordinates.
-  virtual void state_of_bodies(const SystemState& bodies, Eigen::VectorXd& y) = 0;
+  /// ModelError naming the joint if they violate a joint of its coordinates by more than
+  /// `tolerance` (infinite: not checked).
+  virtual void state_of_bodies(const SystemState& bodies, Eigen::VectorXd& y, double tolerance) = 0;
   /// Loads that unwrap angles continuously start again from these states.
   virtual void restart_loads(const SystemState& bodies) = 0;
 

@@ -19,7 +19,7 @@ class Dca final : public OdeFormulation {
     for (const auto& f : model().frictions)
       warnings_.push_back("dca: Coulomb friction '" + f.name + "' is ignored (not supported by this formulation)");
     Eigen::VectorXd y;
-    state_of_bodies(initial_state(model()), y);
+    state_of_bodies(initial_state(model()), y, 1e-6);
     start(options.integrator, options.dt, options.rtol, options.atol, std::move(y));
   }
 
@@ -41,8 +41,8 @@ class Dca final : public OdeFormulation {
  private:
   const JointSpace& joints() const { return solver_.joints(); }
 
-  void state_of_bodies(const SystemState& bodies, Eigen::VectorXd& y) override {
-    joints().coordinates(bodies, q_, v_);
+  void state_of_bodies(const SystemState& bodies, Eigen::VectorXd& y, double tolerance) override {
+    joints().coordinates(bodies, q_, v_, tolerance);
     y.resize(q_.size() + v_.size());
     y << q_, v_;
   }

@@ -32,7 +32,7 @@ class Hdca final : public OdeFormulation {
       warnings_.push_back("hdca: Coulomb friction '" + f.name + "' is ignored (not supported by this formulation)");
     v_.setZero(engine_.joints().nv());
     Eigen::VectorXd y;
-    state_of_bodies(initial_state(model()), y);
+    state_of_bodies(initial_state(model()), y, 1e-6);
     start(options.integrator, options.dt, options.rtol, options.atol, std::move(y));
   }
 
@@ -59,8 +59,8 @@ class Hdca final : public OdeFormulation {
   auto p_of(const Eigen::Ref<const Eigen::VectorXd>& y) const { return y.tail(joints().nv()); }
 
   /// y = [q; p]: the joint coordinates of the states and the momenta of their joint velocities.
-  void state_of_bodies(const SystemState& bodies, Eigen::VectorXd& y) override {
-    joints().coordinates(bodies, q_, v_restart_);
+  void state_of_bodies(const SystemState& bodies, Eigen::VectorXd& y, double tolerance) override {
+    joints().coordinates(bodies, q_, v_restart_, tolerance);
     y.resize(joints().nq() + joints().nv());
     y.head(joints().nq()) = q_;
     engine_.momenta(q_, v_restart_, y.tail(joints().nv()));

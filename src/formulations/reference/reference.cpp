@@ -25,7 +25,7 @@ class Reference final : public OdeFormulation {
         projector_(model_),
         state_(initial_state(model_)) {
     Eigen::VectorXd y;
-    state_of_bodies(state_, y);
+    state_of_bodies(state_, y, 0.0);
     start(options.integrator, options.dt, options.rtol, options.atol, std::move(y));
     for (const auto& f : model_.frictions)
       warnings_.push_back("reference: Coulomb friction '" + f.name + "' is ignored (not supported by this formulation)");
@@ -52,7 +52,7 @@ class Reference final : public OdeFormulation {
   }
 
  private:
-  void state_of_bodies(const SystemState& bodies, Eigen::VectorXd& y) override {
+  void state_of_bodies(const SystemState& bodies, Eigen::VectorXd& y, double) override {
     y.resize(size());
     pack(bodies, y);
   }
