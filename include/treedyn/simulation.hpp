@@ -18,6 +18,9 @@ struct RunOptions {
   double t_end = 1.0;
   double dt = 0.01;      // fixed-step formulations: the step; adaptive ones: the output interval
   int sample_every = 1;  // write every k-th step (the final time is always written)
+  /// Asked after every interval (and before the first): true ends the run there with status
+  /// "interrupted", the samples so far kept (Ctrl-C in Python, a signal in the command line).
+  std::function<bool()> stop;
 };
 
 /// Receives every sample as it is taken (the CSV writers).
@@ -38,7 +41,7 @@ struct Recording : SampleSink {
 };
 
 struct SimulationResult {
-  std::string status = "ok";  // "ok" or "failed"
+  std::string status = "ok";  // "ok", "failed" or "interrupted"
   std::string message;
   std::string formulation, integrator;
   double dt = 0.0, t_end = 0.0;

@@ -203,7 +203,7 @@ CompareReport compare_formulations(const std::shared_ptr<const Model>& model_ptr
   report.threads = options.threads;
   report.t_end = options.t_end.value_or(model.defaults.t_end.value_or(10.0));
   report.sample_interval = compare_detail::sample_interval(options, report.t_end);
-  const RunOptions run{report.t_end, report.sample_interval, 1};
+  const RunOptions run{report.t_end, report.sample_interval, 1, {}};
 
   compare_detail::PositionTrack reference;
   const bool with_reference = model.body_count() <= options.reference_max_bodies;

@@ -37,7 +37,10 @@ class FixedStep : public Integrator {
   void advance(double t_out, Eigen::VectorXd& y) override {
     const double eps = 1e-12 * std::max(1.0, std::abs(t_out));
     while (t_out - t_ > eps) {
-      const double h = std::min(opt_.step, t_out - t_);
+      // A remainder that is the step to round-off is the step itself: then advancing takes the
+      // steps that step() takes, bit for bit.
+      const double remaining = t_out - t_;
+      const double h = remaining >= opt_.step * (1.0 - 1e-9) ? opt_.step : remaining;
       take_step(h, (t_out - (t_ + h) <= eps) ? t_out : t_ + h);
     }
     y = y_;

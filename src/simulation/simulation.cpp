@@ -57,6 +57,12 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
     const int every = std::max(1, options.sample_every);
     sample(true);
     for (long k = 1; k <= steps; ++k) {
+      if (options.stop && options.stop()) {
+        result.status = "interrupted";
+        result.message = "interrupted at t = " + sci(result.t_reached) + " s";
+        result.failure_time = result.t_reached;
+        break;
+      }
       const double t = k == steps ? options.t_end : t0 + static_cast<double>(k) * options.dt;
       const auto start = Clock::now();
       sim.advance_to(t);

@@ -228,7 +228,7 @@ void Simulator::check_or_project(SystemState& bodies, const Eigen::VectorXd* q, 
   }
   std::string text = "the state violates the constraints at t = " + sci(t) + " (tolerance " + sci(state_tolerance_) + "):";
   for (const auto& p : problems) text += "\n  " + p;
-  text += "\nset it with StateFix::Project to project it onto them";
+  text += "\nset it with StateFix::Project (project=True in Python) to project it onto them";
   throw std::invalid_argument(text);
 }
 

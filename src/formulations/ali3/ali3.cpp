@@ -83,12 +83,12 @@ class Ali3 final : public Formulation {
 
   void advance_to(double t_target) override {
     StageTimer::Scope counting(timer_);
-    equal_steps(t_, t_target, options_.dt, [&](double t_next) { step(t_next - t_); });
+    equal_steps(t_, t_target, options_.dt, [&](double t_next, double h) { step(h, t_next); });
   }
 
   void step() override {
     StageTimer::Scope counting(timer_);
-    step(options_.dt);
+    step(options_.dt, t_ + options_.dt);
   }
 
   void set_state(double t, const SystemState& bodies) override {
@@ -404,8 +404,8 @@ class Ali3 final : public Formulation {
     check_finite("the initial accelerations");
   }
 
-  void step(double h) {
-    const double t = t_ + h;
+  /// One trapezoidal step of h, ending at t (t_ + h, or an output time it rounds to).
+  void step(double h, double t) {
     timer_.start();
     newton(t, h);
     timer_.mark(0);

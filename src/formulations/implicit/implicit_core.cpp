@@ -75,13 +75,13 @@ std::vector<std::string> Core::warnings() const {
 void Core::advance_to(double t_target) {
   StageTimer::Scope counting(timer_);
   timer_.start();
-  equal_steps(t_, t_target, options_.dt, [&](double t_next) { take_step(t_next - t_); });  // h in Eqs. 4, 13c
+  equal_steps(t_, t_target, options_.dt, [&](double t_next, double h) { take_step(h, t_next); });  // h in Eqs. 4, 13c
 }
 
 void Core::step() {
   StageTimer::Scope counting(timer_);
   timer_.start();
-  take_step(options_.dt);
+  take_step(options_.dt, t_ + options_.dt);
 }
 
 void Core::set_state(double t, const SystemState& bodies) {
@@ -335,8 +335,7 @@ void Core::initialise() {
   check_finite("the initial accelerations");
 }
 
-void Core::take_step(double h) {
-  const double t1 = t_ + h;
+void Core::take_step(double h, double t1) {
   state_n_ = state_;
   evaluate_blocks(t_, state_, blocks_n_, ConstraintParts::jacobians_only());
   update_frictions();

@@ -120,7 +120,8 @@ class Core : public Formulation {
   void update_states();
   void update_frictions();
   void initialise();
-  void take_step(double h);
+  /// One step of h, ending at t1 (t_ + h, or an output time it rounds to).
+  void take_step(double h, double t1);
   void newton(double t1, double h);
   void kinematics_from_unknowns(BodyData& b, double h) const;
   void check_finite(const char* what) const;
