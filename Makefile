@@ -1,5 +1,6 @@
 # The two commands of the README:
-#   make run   installs what is missing, builds (Release), simulates the default model and plots it
+#   make run   installs what is missing, builds (Release), makes `import treedyn` work, simulates
+#              the default model and plots it
 #   make test  installs what is missing, builds, runs every test with ctest
 # and the rest:
 #   make install PREFIX=dir   headers, libtreedyn, the treedyn command, CMake package, pkg-config
@@ -14,7 +15,7 @@ PREFIX   ?= /usr/local
 CMAKE_FLAGS ?=
 SANITIZE_BUILD ?= build-sanitize
 
-.PHONY: all deps configure build run test install sanitize bench clean
+.PHONY: all deps configure build python run test install sanitize bench clean
 
 all: build
 
@@ -28,7 +29,11 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-run: build
+# `import treedyn` from any directory, with the package the build assembled (scripts/install-python.sh)
+python: build
+	@scripts/install-python.sh $(BUILD)/python
+
+run: python
 	$(BUILD)/treedyn simulate $(MODEL) --output $(OUTPUT) --plot
 
 test: build
@@ -37,13 +42,16 @@ test: build
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
-# -O1 keeps the sanitized tests fast enough to run; -g1 (line tables: the reports still name file
+# The Python package is left out (an ASan-built extension cannot load into an uninstrumented
+# interpreter); its C++ below is the library the sanitized tests cover. -O1 keeps the sanitized
+# tests fast enough to run; -g1 (line tables: the reports still name file
 # and line) halves the compile time of the divide-and-conquer kernels, whose variable tracking
 # under -g is most of it (src/dc/dc_double6.cpp: 465 s with -g, 222 s with -g1 on the 2-core
 # development VM). The benchmarks are left out.
 sanitize: deps
 	@cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
-	  -DTREEDYN_SANITIZE=address,undefined -DTREEDYN_BUILD_BENCH=OFF > $(SANITIZE_BUILD).configure.log 2>&1 \
+	  -DTREEDYN_SANITIZE=address,undefined -DTREEDYN_BUILD_BENCH=OFF -DTREEDYN_BUILD_PYTHON=OFF \
+	  > $(SANITIZE_BUILD).configure.log 2>&1 \
 	  || { cat $(SANITIZE_BUILD).configure.log; exit 1; }
 	@cmake --build $(SANITIZE_BUILD) -j $(JOBS)
 	cd $(SANITIZE_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

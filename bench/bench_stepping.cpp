@@ -6,6 +6,11 @@
 //                  iterations). Reported per step; the ratio is the stepping overhead.
 //   SetStateStep   set_state(q, qd) followed by step() on a 7-joint revolute chain (dca, rk4,
 //                  dt 1e-3), against step() alone: the difference is the cost of set_state.
+//   Step7          step() alone on the same chain, nothing read: what bench/python_bench.py
+//                  compares Python's step() with.
+//   RecordedRun    a Simulator made and run_simulation of chain128 (dca, rk4, dt 1e-3, 1 s, a
+//                  sample every 10 steps) into a Recording: what Python's simulate() is compared
+//                  with.
 //
 //   build/bench/treedyn_bench_stepping --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -100,8 +105,44 @@ void SetStateStep(benchmark::State& state) {
   state.SetLabel(set ? "set_state + step" : "step");
 }
 
+void Step7(benchmark::State& state) {
+  FormulationSettings s;
+  s.integrator = "rk4";
+  s.dt = 1e-3;
+  Simulator sim(share(make_chain(7, JointType::Revolute)), "dca", s);
+  int steps = 0;
+  for (auto _ : state) {
+    sim.step();
+    if (++steps == 10000) {
+      state.PauseTiming();
+      sim.reset();
+      steps = 0;
+      state.ResumeTiming();
+    }
+  }
+}
+
+void RecordedRun(benchmark::State& state) {
+  FormulationSettings s;
+  s.integrator = "rk4";
+  s.dt = 1e-3;
+  const ModelPtr model = share(make_chain(128, JointType::Spherical));
+  RunOptions run;
+  run.t_end = 1.0;
+  run.dt = 1e-3;
+  run.sample_every = 10;
+  for (auto _ : state) {  // as treedyn.simulate does: a simulator made, run, recorded
+    Simulator sim(model, "dca", s);
+    Recording recording;
+    const SimulationResult r = run_simulation(sim, run, &recording);
+    if (!r.ok()) state.SkipWithError(r.message.c_str());
+  }
+}
+
 }  // namespace
 
+BENCHMARK(Step7)->Unit(benchmark::kNanosecond);
+BENCHMARK(RecordedRun)->Unit(benchmark::kMillisecond);
 BENCHMARK(StepLoop)->DenseRange(0, 1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(WholeRun)->DenseRange(0, 1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(SetStateStep)->DenseRange(0, 1)->Unit(benchmark::kNanosecond);

@@ -13,6 +13,8 @@ packages=(
   libbenchmark-dev       # Google Benchmark (bench/)
   gnuplot-nox            # `treedyn plot`, `simulate --plot`: SVG plots of a run
   pkgconf                # the examples test builds one example with pkg-config
+  python3-dev pybind11-dev python3-numpy  # the Python package (python/)
+  python3-pytest python3-matplotlib python3-setuptools  # its tests, plots, pip install .
 )
 
 missing=()

@@ -1,0 +1,164 @@
+"""Whole runs from Python: Results as NumPy arrays, parity with the command line, files written and
+read back, failures, Ctrl-C and comparisons."""
+
+import os
+import signal
+import subprocess
+import threading
+
+import numpy as np
+import pytest
+
+import treedyn
+from conftest import FIXED_STEP
+
+
+def cli_arguments(options):
+    args = []
+    for name, value in options.items():
+        args += ["--" + name.replace("_", "-"), str(value)]
+    return args
+
+
+def test_simulate_returns_arrays_sample_by_sample(four_bar):
+    r = treedyn.simulate(four_bar, "hdca", t_end=0.5, dt=0.01)
+    k = len(r.t)
+    assert k == 51 and r.t[-1] == pytest.approx(0.5)
+    assert r.poses.shape == (k, 3, 7) and r.twists.shape == (k, 3, 6) and r.accelerations.shape == (k, 3, 6)
+    assert r.q.shape == (k, 4) and r.qd.shape == (k, 4)
+    assert r.reactions.shape == (k, 4, 6)
+    for a in (r.kinetic_energy, r.potential_energy, r.total_energy, r.energy_drift, r.position_error):
+        assert a.shape == (k,) and a.dtype == np.float64
+    np.testing.assert_allclose(r.total_energy, r.kinetic_energy + r.potential_energy)
+    assert r.ok and r.status == "ok" and r.summary["formulation"] == "hdca"
+    assert r.body("B").shape == (k, 7)
+
+
+def test_result_arrays_are_read_only_views_that_outlive_their_result(four_bar):
+    r = treedyn.simulate(four_bar, "dca", t_end=0.2, dt=0.01, integrator="rk4", sample_every=1)
+    poses, q = r.poses, r.q
+    expected = poses.copy()
+    with pytest.raises(ValueError):
+        poses[0, 0, 0] = 1.0  # shared with Result.save: not writable in place
+    writable = np.array(q)
+    writable[0, 0] = 5.0
+    assert q[0, 0] != 5.0
+    del r
+    import gc
+
+    gc.collect()
+    treedyn.simulate(four_bar, "dca", t_end=0.2, dt=0.01, integrator="rk4")  # reuses freed memory if any was freed
+    np.testing.assert_array_equal(poses, expected)  # the view kept its buffer alive
+
+
+@pytest.mark.parametrize("formulation", list(FIXED_STEP))
+def test_python_and_the_command_line_give_the_same_run(four_bar, models_dir, treedyn_binary, tmp_path, formulation):
+    options = FIXED_STEP[formulation]
+    cli_dir, py_dir = tmp_path / "cli", tmp_path / "py"
+    command = [treedyn_binary, "simulate", str(models_dir / "four_bar.json"), "-f", formulation, "--t-end", "0.2", "-q", "-o", str(cli_dir)]
+    subprocess.run(command + cli_arguments(options), check=True)
+    treedyn.simulate(four_bar, formulation, t_end=0.2, dt=options["dt"], output=str(py_dir),
+                     **{k: v for k, v in options.items() if k != "dt"})
+    for name in ("trajectory.csv", "metrics.csv"):  # written by the same writer: equal digit for digit
+        assert (cli_dir / name).read_text() == (py_dir / name).read_text(), name
+
+
+@pytest.mark.parametrize("formulation", ["dca", "hdca", "ali3", "half-implicit"])
+def test_stepping_equals_the_whole_run(four_bar, formulation):
+    options = FIXED_STEP[formulation]
+    whole = treedyn.simulate(four_bar, formulation, t_end=0.2, **options)
+    sim = treedyn.Simulator(four_bar, formulation, **options)
+    for _ in range(200):
+        sim.step()
+    np.testing.assert_array_equal(sim.body_poses, whole.poses[-1])  # bit for bit
+    np.testing.assert_array_equal(sim.body_twists, whole.twists[-1])
+
+
+def test_results_are_saved_and_read_back(four_bar, tmp_path):
+    r = treedyn.simulate(four_bar, "ali3", t_end=0.3, dt=0.01)
+    r.save(str(tmp_path))
+    for name in ("trajectory.csv", "metrics.csv", "summary.json", "joints.csv"):
+        assert (tmp_path / name).exists()
+    back = treedyn.load_result(str(tmp_path))
+    assert back.status == "ok" and back.summary["formulation"] == "ali3"
+    assert back.body_names == r.body_names and back.joint_names == r.joint_names
+    np.testing.assert_allclose(back.t, r.t, rtol=1e-11)
+    np.testing.assert_allclose(back.poses, r.poses, rtol=1e-10, atol=1e-11)  # 12 significant digits on disk
+    np.testing.assert_allclose(back.q, r.q, rtol=1e-10, atol=1e-11)
+    np.testing.assert_allclose(back.total_energy, r.total_energy, rtol=1e-10)
+    np.testing.assert_allclose(back.reactions, r.reactions, rtol=1e-9, atol=1e-9)
+    again = tmp_path / "again"
+    back.save(str(again))
+    assert (again / "trajectory.csv").read_text() == (tmp_path / "trajectory.csv").read_text()
+
+
+def test_a_failed_run_raises_with_its_time_and_partial_result(double_pendulum):
+    with pytest.raises(treedyn.SimulationFailed) as e:
+        treedyn.simulate(double_pendulum, "dca", t_end=60.0, dt=0.3, integrator="euler")
+    failure = e.value
+    assert failure.time > 0
+    assert failure.result.status == "failed"
+    assert len(failure.result.t) > 1 and failure.result.t[-1] <= failure.time
+    assert "joint" in str(failure)
+
+
+def test_ctrl_c_stops_a_run_and_keeps_what_it_did(models_dir):
+    chain = treedyn.load_model(str(models_dir / "chain128.json"))
+    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(treedyn.Interrupted) as e:
+            treedyn.simulate(chain, "dca", t_end=1000.0, dt=0.01)
+    finally:
+        timer.cancel()
+    assert isinstance(e.value, KeyboardInterrupt)
+    partial = e.value.result
+    assert partial.status == "interrupted"
+    assert 0.0 < partial.t[-1] < 1000.0
+    assert "interrupted at t =" in partial.message
+
+
+def test_simulate_checks_its_arguments(four_bar):
+    with pytest.raises(ValueError, match="t_end"):
+        treedyn.simulate(four_bar, "dca", t_end=float("nan"))
+    with pytest.raises(ValueError, match="dt"):
+        treedyn.simulate(four_bar, "dca", t_end=1.0, dt=0.0)
+    with pytest.raises(ValueError, match="does not apply to reference"):
+        treedyn.simulate(four_bar, "reference", t_end=0.1, alpha=1e8)
+    with pytest.raises(TypeError):
+        treedyn.simulate("four_bar.json", "dca")
+
+
+def test_compare_tabulates_every_formulation(four_bar):
+    rows = treedyn.compare(four_bar, formulations=["reference", "dca", "hdca", "ali3"], t_end=0.5, as_dataframe=False)
+    assert [r["formulation"] for r in rows] == ["reference", "dca", "hdca", "ali3"]
+    assert all(r["status"] == "ok" for r in rows)
+    assert rows[0]["position_deviation_m"] is None  # the reference is the baseline
+    assert 0 <= rows[2]["position_deviation_m"] < 1e-3  # hdca against the reference, 0.5 s
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        assert isinstance(treedyn.compare(four_bar, formulations=["dca"], t_end=0.1), list)
+
+
+def test_plots_draw_the_run_and_name_what_they_cannot(four_bar, tmp_path):
+    import treedyn.plot
+
+    r = treedyn.simulate(four_bar, "dca", t_end=0.3, dt=0.01, integrator="rk4")
+    fig = treedyn.plot.run(r, q=["joint1.angle"])
+    assert len(fig.axes) == 4
+    energy = fig.axes[0].get_lines()[0]
+    np.testing.assert_array_equal(energy.get_xdata(), r.t)
+    np.testing.assert_array_equal(energy.get_ydata(), r.total_energy)
+    np.testing.assert_array_equal(fig.axes[3].get_lines()[0].get_ydata(), r.q[:, 0])
+    fig.savefig(tmp_path / "run.png")
+    assert (tmp_path / "run.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="no joint coordinate 'crank'"):
+        treedyn.plot.run(r, q=["crank"])
+    with pytest.raises(ValueError, match="unknown quantity 'energy'"):
+        treedyn.plot.run(r, quantities=["energy"])
+    other = treedyn.simulate(four_bar, "hdca", t_end=0.3, dt=0.01, integrator="rk4")
+    fig = treedyn.plot.deviation({"hdca": other}, r)
+    d = fig.axes[0].get_lines()[0].get_ydata()
+    expected = np.linalg.norm(other.poses[:, :, :3] - r.poses[:, :, :3], axis=2).max(axis=1)
+    np.testing.assert_allclose(d, np.maximum(expected, 1e-16))

@@ -1,0 +1,349 @@
+"""treedyn: dynamics of constrained multi-rigid-body systems by divide and conquer.
+
+    import treedyn
+    model = treedyn.load_model("models/four_bar.json")
+    sim = treedyn.Simulator(model, "hdca", integrator="rk4", dt=1e-3)
+    while sim.time < 1.0:
+        sim.set_joint_effort("joint1", [-5.0 * sim.qd[0]])
+        sim.step()
+    result = treedyn.simulate(model, "ali3", t_end=2.0)
+    result.total_energy, result.poses[-1], result.save("results/four_bar")
+
+The C++ library does the work (treedyn._treedyn); this package adds whole runs as Result objects,
+reading results back from disk, comparisons as tables and optional matplotlib plots. See
+docs/python.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import shutil
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from . import _treedyn
+from ._treedyn import (  # noqa: F401  (the public names)
+    Model,
+    ModelBuilder,
+    ModelError,
+    SimulationFailed,
+    Simulator,
+    model_from_json,
+)
+
+__version__ = _treedyn.__version__
+
+__all__ = [
+    "Model",
+    "ModelBuilder",
+    "ModelError",
+    "SimulationFailed",
+    "Interrupted",
+    "Simulator",
+    "Result",
+    "load_model",
+    "model_from_json",
+    "simulate",
+    "load_result",
+    "compare",
+    "formulations",
+    "options",
+]
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a whole run: the run stopped where it was; `result` holds what it did."""
+
+    def __init__(self, message: str, result: "Result"):
+        super().__init__(message)
+        self.result = result
+
+
+def load_model(path) -> Model:
+    """Reads a model file (treedyn's JSON). Raises FileNotFoundError for a missing file and
+    ModelError (a ValueError) naming the item for a bad model."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(2, "no such model file", path)
+    return _treedyn.load_model(path)
+
+
+def formulations() -> List[tuple]:
+    """(name, summary) of every formulation."""
+    return list(_treedyn.formulations())
+
+
+def options() -> List[dict]:
+    """Every option a Simulator or simulate() takes: name, type, formulations it applies to."""
+    return list(_treedyn.options())
+
+
+@dataclass
+class Result:
+    """A whole run: NumPy arrays per sample (time along the first axis) and the run's figures.
+
+    t (k,), poses (k, n, 7: x y z qw qx qy qz), twists (k, n, 6: v, w), accelerations (k, n, 6),
+    q (k, nq) and qd (k, nv) in the Simulator's joint coordinates, kinetic_energy, potential_energy,
+    total_energy, work_nonconservative, energy_drift, position_error, velocity_error,
+    acceleration_error (k,: the largest over joints), reactions (k, joints, 6: force, torque on the
+    child at its joint frame) or None; status ("ok", "failed", "interrupted"), message, warnings,
+    summary (the figures of summary.json).
+    """
+
+    t: np.ndarray
+    poses: np.ndarray
+    twists: np.ndarray
+    q: Optional[np.ndarray]
+    qd: Optional[np.ndarray]
+    kinetic_energy: np.ndarray
+    potential_energy: np.ndarray
+    total_energy: np.ndarray
+    work_nonconservative: np.ndarray
+    energy_drift: np.ndarray
+    position_error: np.ndarray
+    velocity_error: np.ndarray
+    acceleration_error: np.ndarray
+    reactions: Optional[np.ndarray]
+    accelerations: Optional[np.ndarray]
+    summary: Dict[str, Any]
+    body_names: List[str]
+    joint_names: List[str]
+    q_names: List[str] = field(default_factory=list)
+    qd_names: List[str] = field(default_factory=list)
+    _run: Any = field(default=None, repr=False)
+    _source: Optional[str] = field(default=None, repr=False)
+
+    @property
+    def status(self) -> str:
+        return self.summary.get("status", "ok")
+
+    @property
+    def message(self) -> str:
+        return self.summary.get("message", "")
+
+    @property
+    def warnings(self) -> List[str]:
+        return list(self.summary.get("warnings", []))
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def body(self, name: str) -> np.ndarray:
+        """The poses (k, 7) of one body."""
+        return self.poses[:, self.body_names.index(name), :]
+
+    def save(self, directory: str) -> str:
+        """Writes trajectory.csv, metrics.csv and summary.json (the command line's files, by its
+        own writer) and joints.csv (q and qd) into `directory`; returns it."""
+        if self._run is not None:
+            self._run.save(directory)
+        elif self._source is not None:
+            os.makedirs(directory, exist_ok=True)
+            for name in ("trajectory.csv", "metrics.csv", "summary.json", "joints.csv"):
+                path = os.path.join(self._source, name)
+                if os.path.exists(path) and os.path.abspath(path) != os.path.abspath(os.path.join(directory, name)):
+                    shutil.copyfile(path, os.path.join(directory, name))
+        else:
+            raise ValueError("this result has nothing to save from")
+        return directory
+
+    def __repr__(self) -> str:
+        return (
+            f"<treedyn.Result {self.summary.get('model', '')} with {self.summary.get('formulation', '')}: "
+            f"{self.status}, {len(self.t)} samples to t = {self.t[-1] if len(self.t) else 0:g} s>"
+        )
+
+
+def _result_of(run) -> Result:
+    a = run.arrays()
+    return Result(
+        t=a["t"],
+        poses=a["poses"],
+        twists=a["twists"],
+        q=a["q"],
+        qd=a["qd"],
+        kinetic_energy=a["kinetic_energy"],
+        potential_energy=a["potential_energy"],
+        total_energy=a["total_energy"],
+        work_nonconservative=a["work_nonconservative"],
+        energy_drift=a["energy_drift"],
+        position_error=a["position_error"],
+        velocity_error=a["velocity_error"],
+        acceleration_error=a["acceleration_error"],
+        reactions=a["reactions"],
+        accelerations=a["accelerations"],
+        summary=json.loads(run.summary_json()),  # summary.json's text, by the CLI's writer
+        body_names=list(a["body_names"]),
+        joint_names=list(a["joint_names"]),
+        q_names=list(a["q_names"]),
+        qd_names=list(a["qd_names"]),
+        _run=run,
+    )
+
+
+def simulate(
+    model: Model,
+    formulation: Optional[str] = None,
+    t_end: Optional[float] = None,
+    dt: Optional[float] = None,
+    sample_every: int = 1,
+    output: Optional[str] = None,
+    **options,
+) -> Result:
+    """Runs `model` from its initial state to t_end, sampling every dt, as `treedyn simulate` does.
+
+    formulation, t_end and dt default to the model file's, else "reference", 10 s and 0.01 s; dt
+    is the step of the fixed-step methods and the sampling interval of the adaptive ones. Options
+    use the command line's names (integrator, rtol, atol, alpha, newton_max, ...; see options());
+    one that does not apply to the formulation raises ValueError. With `output`, the command line's
+    files are written there too.
+
+    Raises ModelError for a bad model, SimulationFailed (with .time and the partial .result) when
+    the run fails, Interrupted (a KeyboardInterrupt, with .result) on Ctrl-C. The GIL is released
+    while it runs.
+    """
+    if not isinstance(model, Model):
+        raise TypeError(f"simulate: expected a treedyn.Model, got {type(model).__name__}")
+    defaults = model.defaults
+    formulation = formulation or defaults["formulation"] or "reference"
+    t_end = float(t_end if t_end is not None else (defaults["t_end"] if defaults["t_end"] is not None else 10.0))
+    dt = float(dt if dt is not None else (defaults["dt"] if defaults["dt"] is not None else 0.01))
+    if not (math.isfinite(t_end) and t_end >= 0.0):
+        raise ValueError(f"simulate: t_end must be a finite time, not before 0, got {t_end}")
+    if not (math.isfinite(dt) and dt > 0.0):
+        raise ValueError(f"simulate: dt must be positive and finite, got {dt}")
+    if not isinstance(sample_every, int) or sample_every < 1:
+        raise ValueError(f"simulate: sample_every must be a positive whole number, got {sample_every!r}")
+    run = _treedyn._simulate(model, formulation, t_end, dt, sample_every, options)
+    result = _result_of(run)
+    if output is not None:
+        result.save(output)
+    if result.status == "interrupted":
+        raise Interrupted(result.message, result)
+    if result.status == "failed":
+        error = SimulationFailed(result.message)
+        error.time = result.summary["failure_time"]
+        error.result = result
+        raise error
+    return result
+
+
+def _read_csv(path: str):
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    if not rows:
+        raise ValueError(f"{path}: empty")
+    header = rows[0]
+    data = np.array([[float(x) if x not in ("", "nan") else math.nan for x in r] for r in rows[1:]], dtype=float)
+    if data.size == 0:
+        data = np.zeros((0, len(header)))
+    return header, data
+
+
+def load_result(directory: str) -> Result:
+    """Reads a run's files (trajectory.csv, metrics.csv, summary.json, and joints.csv when
+    present) back as a Result."""
+    summary_path = os.path.join(directory, "summary.json")
+    with open(summary_path) as f:
+        summary = json.load(f)
+    header, traj = _read_csv(os.path.join(directory, "trajectory.csv"))
+    if (len(header) - 1) % 13 != 0:
+        raise ValueError(f"{directory}/trajectory.csv: expected 13 columns per body after t, got {len(header) - 1}")
+    n = (len(header) - 1) // 13
+    bodies = [header[1 + 13 * k][: -len(".x")] for k in range(n)]  # "<body>.x" opens each body's columns
+    per_body = traj[:, 1:].reshape(len(traj), n, 13)
+    poses, twists = per_body[:, :, :7].copy(), per_body[:, :, 7:].copy()
+    mheader, metrics = _read_csv(os.path.join(directory, "metrics.csv"))
+    col = {name: i for i, name in enumerate(mheader)}
+
+    def column(name):
+        return metrics[:, col[name]].copy() if name in col else np.full(len(metrics), math.nan)
+
+    joints = [h[: -len(".fx")] for h in mheader if h.endswith(".fx")]
+    reactions = None
+    if joints:
+        reactions = np.stack(
+            [np.stack([column(f"{j}.{c}") for c in ("fx", "fy", "fz", "tx", "ty", "tz")], axis=1) for j in joints],
+            axis=1,
+        )
+    q = qd = None
+    q_names: List[str] = []
+    qd_names: List[str] = []
+    joints_path = os.path.join(directory, "joints.csv")
+    if os.path.exists(joints_path):
+        jheader, jdata = _read_csv(joints_path)
+        qi = [i for i, h in enumerate(jheader) if h.startswith("q:")]
+        qdi = [i for i, h in enumerate(jheader) if h.startswith("qd:")]
+        q, qd = jdata[:, qi].copy(), jdata[:, qdi].copy()
+        q_names = [jheader[i][2:] for i in qi]
+        qd_names = [jheader[i][3:] for i in qdi]
+    return Result(
+        t=traj[:, 0].copy(),
+        poses=poses,
+        twists=twists,
+        q=q,
+        qd=qd,
+        kinetic_energy=column("kinetic"),
+        potential_energy=column("potential"),
+        total_energy=column("total"),
+        work_nonconservative=column("work_nonconservative"),
+        energy_drift=column("energy_drift"),
+        position_error=column("position_error"),
+        velocity_error=column("velocity_error"),
+        acceleration_error=column("acceleration_error"),
+        reactions=reactions,
+        accelerations=None,
+        summary=summary,
+        body_names=bodies,
+        joint_names=joints,
+        q_names=q_names,
+        qd_names=qd_names,
+        _source=directory,
+    )
+
+
+def compare(
+    model: Model,
+    formulations: Optional[Sequence[str]] = None,
+    t_end: Optional[float] = None,
+    dt: Optional[float] = None,
+    rtol: Optional[float] = None,
+    alpha: Optional[float] = None,
+    sample: Optional[float] = None,
+    threads: int = 1,
+    reference_max_bodies: int = 64,
+    output: Optional[str] = None,
+    as_dataframe: Optional[bool] = None,
+):
+    """Runs the model under several formulations (all by default) with each method's published
+    settings, as `treedyn compare` does, and returns the table: a pandas DataFrame when pandas is
+    installed (or as_dataframe=True), else a list of dicts (as_dataframe=False forces the list).
+    Each run's files go to output/<formulation>/ when `output` is given."""
+    if not isinstance(model, Model):
+        raise TypeError(f"compare: expected a treedyn.Model, got {type(model).__name__}")
+    opts = dict(
+        formulations=list(formulations) if formulations is not None else None,
+        t_end=t_end,
+        dt=dt,
+        rtol=rtol,
+        alpha=alpha,
+        sample=sample,
+        threads=int(threads),
+        reference_max_bodies=int(reference_max_bodies),
+    )
+    rows = list(_treedyn._compare(model, opts, output or ""))
+    if as_dataframe is False:
+        return rows
+    try:
+        import pandas  # optional
+    except ImportError:
+        if as_dataframe:
+            raise
+        return rows
+    return pandas.DataFrame(rows)
