@@ -10,7 +10,7 @@
 BUILD    ?= build
 JOBS     ?= $(shell nproc)
 MODEL    ?= models/four_bar.json
-OUTPUT   ?= results/$(basename $(notdir $(MODEL)))
+OUTPUT   ?=
 PREFIX   ?= /usr/local
 CMAKE_FLAGS ?=
 SANITIZE_BUILD ?= build-sanitize
@@ -34,7 +34,7 @@ python: build
 	@scripts/install-python.sh $(BUILD)/python
 
 run: python
-	$(BUILD)/treedyn simulate $(MODEL) --output $(OUTPUT) --plot
+	$(BUILD)/treedyn simulate $(MODEL) $(if $(OUTPUT),--output $(OUTPUT)) --plot
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

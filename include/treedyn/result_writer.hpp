@@ -17,7 +17,9 @@ namespace treedyn {
 
 class ResultWriter : public SampleSink {
  public:
-  /// Creates `directory` if needed; throws std::runtime_error if files cannot be opened. Refers to
+  /// Creates `directory` if needed and removes what an earlier run wrote there (its CSVs,
+  /// summary.json, plots.gp and the plots it names), so that no stale file sits beside the new
+  /// run's; throws std::runtime_error if files cannot be opened. Refers to
   /// `model`, which must outlive the writer.
   ResultWriter(const Model& model, const std::string& directory);
   ResultWriter(const Model&&, const std::string&) = delete;  // keeps a reference: not to a temporary
@@ -25,21 +27,31 @@ class ResultWriter : public SampleSink {
   ResultWriter(const ResultWriter&) = delete;
   ResultWriter& operator=(const ResultWriter&) = delete;
 
+  /// Appends one sample; throws std::runtime_error naming the file and the system's error when a
+  /// write fails (run_simulation then ends the run "failed" with that message).
   void write(const Snapshot& snapshot, const MetricsSample& metrics, const SolverStats& stats) override;
-  /// Writes summary.json.
+  /// Closes the CSVs and writes summary.json atomically. Throws std::runtime_error if a write
+  /// fails (for a run that was ok; a failed run's own message already says what went wrong).
   void finish(const SimulationResult& result);
   const std::string& directory() const { return directory_; }
 
  private:
   void write_headers(bool with_reactions, bool with_efforts);
+  /// Closes both CSVs; after a failed write, cuts them back to the last sample written whole.
+  void close_files();
 
   const Model& model_;
   std::string directory_;
   std::FILE* trajectory_ = nullptr;
   std::FILE* metrics_ = nullptr;
+  long trajectory_good_ = 0, metrics_good_ = 0;  // bytes of whole rows written and flushed
   bool headers_written_ = false;
   bool with_reactions_ = false, with_efforts_ = false;
 };
+
+/// Writes `text` to `path` whole or not at all (a temporary file beside it, then renamed over it);
+/// throws std::runtime_error naming the file and the system's error.
+void write_file_atomically(const std::string& path, const std::string& text);
 
 /// summary.json text for a result.
 std::string summary_json(const Model& model, const SimulationResult& result);

@@ -47,7 +47,9 @@ struct SimulationResult {
   double dt = 0.0, t_end = 0.0;
   double t_reached = 0.0;     // last time written
   double failure_time = 0.0;  // when a failed run failed (an adaptive integrator may have stepped past t_reached)
-  double wall_seconds = 0.0;
+  double wall_seconds = 0.0;   // inside the steps (advance_to), failing ones included
+  double setup_seconds = 0.0;  // the caller's set-up before the run (model, simulator), when it says (the CLI does)
+  double total_seconds = 0.0;  // the caller's whole command, when it says; else 0
   SolverStats stats;
   long samples = 0;
   double energy_initial = 0.0, energy_final = 0.0, energy_drift_max = 0.0;
@@ -58,6 +60,9 @@ struct SimulationResult {
   bool ok() const { return status == "ok"; }
   double real_time_factor() const { return wall_seconds > 0.0 ? t_reached / wall_seconds : 0.0; }
 };
+
+/// The most output intervals a run accepts ((t_end - t0) / dt): more is refused up front.
+inline constexpr double kMaxRunIntervals = 1e12;
 
 using ProgressCallback = std::function<void(double t, double t_end)>;
 

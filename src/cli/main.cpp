@@ -1,8 +1,14 @@
 // treedyn — command-line tool. Thin: parses, calls the library, prints.
+#include <sched.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <functional>
+#include <tuple>
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +20,7 @@
 #include "treedyn/generators.hpp"
 #include "treedyn/integrators.hpp"
 #include "treedyn/model_json.hpp"
+#include "treedyn/options.hpp"
 #include "treedyn/threading.hpp"
 #include "plot.hpp"
 #include "treedyn/projection.hpp"
@@ -56,27 +63,96 @@ std::string list_formulations() {
   return s;
 }
 
-/// A progress bar on a terminal; nothing when stderr is not a tty.
+/// Progress on stderr: on a terminal a bar with the elapsed time and an estimate of the time left;
+/// otherwise (a log, a pipe) one line every 5 s. Nothing when quiet.
 class ProgressBar {
  public:
-  explicit ProgressBar(bool enabled) : enabled_(enabled && isatty(STDERR_FILENO)) {}
+  using Clock = std::chrono::steady_clock;
+  explicit ProgressBar(bool enabled) : enabled_(enabled), terminal_(isatty(STDERR_FILENO) != 0) {}
   void update(double t, double t_end) {
     if (!enabled_) return;
-    const int width = 40;
-    const int filled = t_end > 0 ? static_cast<int>(width * t / t_end) : width;
-    if (filled == last_) return;
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+    const double fraction = t_end > 0 ? std::clamp(t / t_end, 0.0, 1.0) : 1.0;
+    const std::string eta = fraction > 0 && elapsed > 0.5 ? ", about " + seconds(elapsed * (1 - fraction) / fraction) + " left" : "";
+    if (!terminal_) {
+      if (elapsed < next_line_) return;
+      next_line_ = elapsed + 5.0;
+      std::fprintf(stderr, "treedyn: t = %.4g / %.4g s (%.0f %%), %s elapsed%s\n", t, t_end, 100 * fraction,
+                   seconds(elapsed).c_str(), eta.c_str());
+      return;
+    }
+    const int width = 30;
+    const int filled = static_cast<int>(width * fraction);
+    if (filled == last_ && elapsed < next_line_) return;  // redraw when the bar moves, or each second
     last_ = filled;
-    std::fprintf(stderr, "\r[%s%s] t = %.3f / %.3f s", std::string(static_cast<std::size_t>(filled), '#').c_str(),
-                 std::string(static_cast<std::size_t>(width - filled), '.').c_str(), t, t_end);
+    next_line_ = elapsed + 1.0;
+    std::fprintf(stderr, "\r[%s%s] t = %.4g / %.4g s, %s elapsed%s   ", std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                 std::string(static_cast<std::size_t>(width - filled), '.').c_str(), t, t_end, seconds(elapsed).c_str(),
+                 eta.c_str());
     std::fflush(stderr);
   }
   void done() {
-    if (enabled_ && last_ >= 0) std::fprintf(stderr, "\r%s\r", std::string(70, ' ').c_str());
+    if (enabled_ && terminal_ && last_ >= 0) std::fprintf(stderr, "\r%s\r", std::string(100, ' ').c_str());
   }
 
  private:
-  bool enabled_;
+  static std::string seconds(double s) {
+    char text[32];
+    if (s < 60) std::snprintf(text, sizeof text, "%.1f s", s);
+    else std::snprintf(text, sizeof text, "%d min %02d s", static_cast<int>(s / 60), static_cast<int>(s) % 60);
+    return text;
+  }
+  bool enabled_, terminal_;
   int last_ = -1;
+  double next_line_ = 5.0;
+  Clock::time_point start_ = Clock::now();
+};
+
+/// SIGINT or SIGTERM during a run: the run stops after its current output interval, the files end
+/// at a line boundary and summary.json says "interrupted". A second signal ends the process at once.
+volatile std::sig_atomic_t g_signal = 0;
+
+extern "C" void on_signal(int signal) {
+  g_signal = signal;
+  std::signal(signal, SIG_DFL);
+}
+
+/// "; did you mean 'simulate'?" for a word within two edits of a command, else "".
+std::string closest_hint(const std::string& word, const std::vector<std::string>& commands) {
+  auto distance = [](const std::string& a, const std::string& b) {  // Levenshtein
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+      std::size_t diagonal = row[0];
+      row[0] = i;
+      for (std::size_t j = 1; j <= b.size(); ++j) {
+        const std::size_t above = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        diagonal = above;
+      }
+    }
+    return row[b.size()];
+  };
+  std::string best;
+  std::size_t best_distance = 3;
+  for (const auto& c : commands)
+    if (const std::size_t d = distance(word, c); d < best_distance) best = c, best_distance = d;
+  return best.empty() ? "" : "; did you mean '" + best + "'?";
+}
+
+/// Cores this process may run on (its affinity mask, as taskset or a container limits it).
+int available_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
+/// A formulation option given on the command line, by the option catalogue's name
+/// (include/treedyn/options.hpp): applied, and refused where it does not apply.
+struct GivenOption {
+  std::string flag;  // as typed: --newton-max
+  std::string name;  // the catalogue's: newton_max
+  OptionValue value;
 };
 
 struct SimulateArgs {
@@ -92,6 +168,8 @@ struct SimulateArgs {
   int newton_max = 0;                  // ali3, half- and fully-implicit (0: the formulation's default)
   double newton_tol = NAN;             // ali3, half- and fully-implicit (NaN: the formulation's default)
   std::string linear_solver = "tree";  // half- and fully-implicit
+  std::vector<GivenOption> given;      // the formulation options typed, applied through the catalogue
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 
 /// Per-stage split of the time spent advancing (stages the formulation times, the rest "other").
@@ -147,54 +225,58 @@ int simulate(const SimulateArgs& a) {
   run.sample_every = a.sample_every;
   FormulationSettings settings;
   settings.dt = run.dt;
-  settings.threading.threads = a.threads;
   settings.threading.pin = true;  // the command line owns its process: pinning makes two threads pay off
-  if (!a.integrator.empty()) settings.integrator = a.integrator;
-  else if (model.defaults.integrator && !model.defaults.formulation) settings.integrator = model.defaults.integrator;
-  if (!std::isnan(a.rtol)) settings.rtol = a.rtol;
-  if (!std::isnan(a.atol)) settings.atol = a.atol;
-  if (a.baumgarte.size() == 2) {
-    settings.dca.baumgarte_alpha = a.baumgarte[0];
-    settings.dca.baumgarte_beta = a.baumgarte[1];
+  if (a.integrator.empty() && model.defaults.integrator && !model.defaults.formulation)
+    settings.integrator = model.defaults.integrator;
+  for (const GivenOption& o : a.given) {
+    try {
+      set_option(settings, formulation, o.name, o.value);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(o.flag + ": " + e.what());
+    }
   }
-  settings.hdca.planar = a.planar;
-  settings.hdca.single_precision = a.precision == "float";
-  settings.hdca.inverse = a.inverse == "ldup" ? InverseMethod::AdjugateLdup : InverseMethod::Cholesky;
-  settings.hdca.error_control =
-      a.error_control == "velocities" ? HdcaOptions::ErrorControl::Velocities : HdcaOptions::ErrorControl::Momenta;
-  settings.ali3 = a.ali3;
-  settings.ali3.project_velocities = a.projections == "both" || a.projections == "velocities";
-  settings.ali3.project_accelerations = a.projections == "both" || a.projections == "accelerations";
-  if (a.newton_max > 0) settings.ali3.newton_max = settings.implicit.newton_max = a.newton_max;
-  if (!std::isnan(a.newton_tol)) {
-    settings.ali3.newton_tol = a.newton_tol;
-    settings.implicit.newton_tol = a.newton_tol;
-  }
-  settings.implicit.linear_solver =
-      a.linear_solver == "sparse" ? ImplicitOptions::LinearSolver::Sparse : ImplicitOptions::LinearSolver::Tree;
+  const int cores = available_cores();
+  if (settings.threading.threads > cores)
+    std::cerr << "warning: --threads " << settings.threading.threads << " is more than the " << cores
+              << " core(s) this process may use: threads beyond the cores wait for each other (use --threads "
+              << cores << " or fewer)\n";
   Simulator simulator(model_ptr, formulation, settings, a.tolerance);
-  const std::string out_dir = !a.output.empty() ? a.output : "results/" + model.name;
+  const std::string out_dir = !a.output.empty() ? a.output : "results/" + model.name + "/" + formulation;
   ResultWriter writer(model, out_dir);
   ProgressBar bar(!a.quiet);
-  const SimulationResult r = run_simulation(simulator, run, &writer, [&](double t, double te) { bar.update(t, te); });
+  run.stop = [] { return g_signal != 0; };
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  const auto stepping = std::chrono::steady_clock::now();
+  SimulationResult r = run_simulation(simulator, run, &writer, [&](double t, double te) { bar.update(t, te); });
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
   bar.done();
+  const int signal = g_signal;
+  if (signal != 0) r.message += signal == SIGINT ? " by SIGINT" : " by SIGTERM";
+  r.setup_seconds = std::chrono::duration<double>(stepping - a.started).count();
+  r.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - a.started).count();
   writer.finish(r);
   for (const auto& w : r.warnings) std::cerr << "warning: " << w << "\n";
   if (!a.quiet) {
     std::printf("treedyn: %s with %s (%s)\n", model.name.c_str(), r.formulation.c_str(), r.integrator.c_str());
-    std::printf("  simulated %.6g s in %.3f s wall (%.1fx real time): %ld steps, %ld RHS evaluations", r.t_reached,
-                r.wall_seconds, r.real_time_factor(), r.stats.steps, r.stats.rhs_evaluations);
+    std::printf("  simulated %.6g s in %.3f s of stepping (%.1fx real time; %.3f s set-up, %.3f s in all): %ld steps, %ld RHS evaluations",
+                r.t_reached, r.wall_seconds, r.real_time_factor(), r.setup_seconds, r.total_seconds, r.stats.steps,
+                r.stats.rhs_evaluations);
     if (r.stats.newton_iterations > 0) std::printf(", %ld Newton iterations", r.stats.newton_iterations);
     std::printf("\n  energy: initial %.9g J, final %.9g J, largest drift %s J\n", r.energy_initial, r.energy_final,
                 std::isnan(r.energy_drift_max) ? "unknown (driver work not reported)" : sci(r.energy_drift_max).c_str());
-    std::printf("  largest constraint error: position %s, velocity %s, acceleration %s\n",
+    std::printf("  largest constraint error (norms of Phi and its rates; point rows in m, direction rows in rad): "
+                "position %s, velocity %s /s, acceleration %s /s^2\n",
                 sci(r.constraint_error_max.position).c_str(), sci(r.constraint_error_max.velocity).c_str(),
                 sci(r.constraint_error_max.acceleration).c_str());
     for (const auto& [name, value] : r.diagnostics) std::printf("  %s: %s\n", name.c_str(), sci(value).c_str());
     std::printf("  results: %s/{trajectory.csv, metrics.csv, summary.json}\n", out_dir.c_str());
   }
   if (a.profile) print_profile(r);
-  if (!r.ok())
+  if (r.status == "interrupted")
+    std::cerr << "treedyn: " << r.message << "\n  results up to t = " << sci(r.t_reached) << " s are in " << out_dir << "\n";
+  else if (!r.ok())
     std::cerr << "treedyn: simulation failed: " << r.message << "\n"
               << "  results up to the failure are in " << out_dir << "\n";
   if (a.plot) {  // after a failure too: the results up to it
@@ -205,6 +287,7 @@ int simulate(const SimulateArgs& a) {
       return r.ok() ? 1 : 2;
     }
   }
+  if (signal != 0) return 128 + signal;
   return r.ok() ? 0 : 2;
 }
 
@@ -238,12 +321,14 @@ void add_compare_options(CLI::App* cmd, CompareArgs& a) {
       ->check(kPositive);
   cmd->add_option("--rtol", a.rtol, "rtol = atol of dca and hdca (default 1e-6; the reference keeps 1e-10)")->check(kPositive);
   cmd->add_option("--alpha", a.alpha,
-                  "ali3's penalty (default 1e6, raised by powers of ten until alpha h^2 / (4 M) >= 50, M the total mass)");
+                  "ali3's penalty (default 1e6, raised by powers of ten until alpha h^2 / (4 M) >= 50, M the total mass)")
+      ->check(kPositive);
   cmd->add_option("--sample", a.sample, "interval of the common sample times, s (default max(0.01, dt); finer refines the work of drivers and dampers in the energy balance but costs the adaptive methods an interpolation per output)")
       ->check(kPositive);
   cmd->add_option("--reference-max-bodies", a.reference_max_bodies,
                   "run the dense O(n^3) reference only on models with at most this many bodies")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
 }
 
 void write_text(const std::string& path, const std::string& text) {
@@ -365,7 +450,8 @@ int main(int argc, char** argv) {
   s->add_option("--atol", sim.atol, "absolute tolerance of adaptive integrators (defaults: reference 1e-10, dca and hdca 1e-6)")->check(kPositive);
   s->add_option("--threads", sim.threads, threads_help)->capture_default_str()->check(kPositive);
   s->add_option("--sample-every", sim.sample_every, "write every k-th step")->capture_default_str()->check(kPositive);
-  s->add_option("--output,-o", sim.output, "output directory (default: results/<model name>)");
+  s->add_option("--output,-o", sim.output,
+                "output directory (default: results/<model name>/<formulation>); what an earlier run wrote there is removed");
   s->add_flag("--assemble", sim.assemble, "project an inconsistent initial state onto the constraints");
   s->add_option("--consistency-tol", sim.tolerance, "largest initial constraint violation accepted")
       ->capture_default_str()
@@ -376,7 +462,8 @@ int main(int argc, char** argv) {
   s->add_option("--baumgarte", sim.baumgarte,
                 "dca: Baumgarte stabilisation of loop-closing joints, alpha,beta (default 0,0: none, as in paper 001)")
       ->delimiter(',')
-      ->expected(2);
+      ->expected(2)
+      ->check(kNonNegative);
   s->add_flag("--planar", sim.planar, "hdca: planar form of paper 004 (revolute and prismatic joints in the xy plane)");
   s->add_option("--precision", sim.precision, "hdca: arithmetic, double or float (paper 004)")
       ->capture_default_str()
@@ -425,7 +512,7 @@ int main(int argc, char** argv) {
                 "model family: chain (paper 000's n-link pendulum) or spinning-bars (paper 002's scaling chain)")
       ->required()
       ->check(CLI::IsMember({"chain", "spinning-bars"}));
-  g->add_option("--bodies,-n", bodies, "number of bodies")->required()->check(kPositive);
+  g->add_option("--bodies,-n", bodies, "number of bodies, 1 to 1000000")->required()->check(CLI::Range(1, 1000000));
   g->add_option("--joint", joint, "joint type")->capture_default_str()->check(CLI::IsMember({"spherical", "revolute"}));
   g->add_option("--seed", seed, "spinning-bars: seed of the random spin rates")->capture_default_str();
   g->add_option("--output,-o", gen_out, "model file to write")->required();
@@ -480,7 +567,46 @@ int main(int argc, char** argv) {
   bs->add_flag("--quiet,-q", sc_quiet, "print nothing but errors");
   bs->add_flag("--plot", sc_plot, "draw the cost per simulated second against the bodies, log-log, as SVG (gnuplot)");
 
-  CLI11_PARSE(app, argc, argv);
+  const std::vector<std::string> commands = {"simulate", "info", "generate", "plot", "assemble", "compare", "bench"};
+  if (argc > 1 && argv[1][0] != '-' && std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
+    std::cerr << "treedyn: unknown command '" << argv[1] << "'" << closest_hint(argv[1], commands) << " (commands:";
+    for (const auto& c : commands) std::cerr << " " << c;
+    std::cerr << "; treedyn --help)\n";
+    return 1;
+  }
+  // A write beyond a file-size limit (ulimit -f) fails with EFBIG and is reported like a full disk,
+  // instead of the signal ending the process mid-row.
+  std::signal(SIGXFSZ, SIG_IGN);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help, the version, or the error
+    return code == 0 ? 0 : 1;
+  }
+  // The formulation options typed, by the catalogue's names: each is checked against the
+  // formulation chosen (simulate refuses one that would be ignored).
+  const std::vector<std::tuple<const char*, const char*, std::function<OptionValue()>>> formulation_options = {
+      {"--integrator", "integrator", [&] { return OptionValue(sim.integrator); }},
+      {"--rtol", "rtol", [&] { return OptionValue(sim.rtol); }},
+      {"--atol", "atol", [&] { return OptionValue(sim.atol); }},
+      {"--threads", "threads", [&] { return OptionValue(static_cast<long>(sim.threads)); }},
+      {"--planar", "planar", [&] { return OptionValue(sim.planar); }},
+      {"--precision", "precision", [&] { return OptionValue(sim.precision); }},
+      {"--inverse", "inverse", [&] { return OptionValue(sim.inverse); }},
+      {"--error-control", "error_control", [&] { return OptionValue(sim.error_control); }},
+      {"--alpha", "alpha", [&] { return OptionValue(sim.ali3.alpha); }},
+      {"--newton-max", "newton_max", [&] { return OptionValue(static_cast<long>(sim.newton_max)); }},
+      {"--newton-tol", "newton_tol", [&] { return OptionValue(sim.newton_tol); }},
+      {"--projections", "projections", [&] { return OptionValue(sim.projections); }},
+      {"--geometric-stiffness", "geometric_stiffness", [&] { return OptionValue(sim.ali3.geometric_stiffness); }},
+      {"--linear-solver", "linear_solver", [&] { return OptionValue(sim.linear_solver); }},
+  };
+  for (const auto& [flag, name, value] : formulation_options)
+    if (s->count(flag) > 0) sim.given.push_back({flag, name, value()});
+  if (s->count("--baumgarte") > 0) {
+    sim.given.push_back({"--baumgarte", "baumgarte_alpha", sim.baumgarte[0]});
+    sim.given.push_back({"--baumgarte", "baumgarte_beta", sim.baumgarte[1]});
+  }
   try {
     if (*s) return simulate(sim);
     if (*c) return compare(cmp_path, cmp, cmp_t_end, cmp_threads, cmp_assemble, cmp_quiet, cmp_plot);

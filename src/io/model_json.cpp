@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "treedyn/model_json.hpp"
 
 #include <fstream>
@@ -382,6 +383,32 @@ json to_json(const Model& m) {
   return root;
 }
 
+/// "number overflow parsing '1e999'" (nlohmann's out_of_range 406 carries no position) as
+/// "line L, column C: the number 1e999 is beyond the range of a double", the position found by
+/// looking for the number in the text.
+std::string number_overflow(const std::string& text, const std::string& what) {
+  const auto open = what.find('\'');
+  const auto close = what.rfind('\'');
+  if (open == std::string::npos || close <= open) return "JSON " + what;
+  const std::string number = what.substr(open + 1, close - open - 1);
+  std::size_t at = 0;
+  while ((at = text.find(number, at)) != std::string::npos) {  // the number, not a part of a longer one
+    const bool starts = at == 0 || std::string(",:[ \t\r\n").find(text[at - 1]) != std::string::npos;
+    const std::size_t end = at + number.size();
+    const bool ends = end == text.size() || std::string(",]} \t\r\n/").find(text[end]) != std::string::npos;
+    if (starts && ends) break;
+    ++at;
+  }
+  std::string where;
+  if (at != std::string::npos) {
+    const long line = 1 + std::count(text.begin(), text.begin() + static_cast<long>(at), '\n');
+    const auto line_start = text.rfind('\n', at == 0 ? 0 : at - 1);
+    const std::size_t column = at - (line_start == std::string::npos || at == 0 ? 0 : line_start + 1) + 1;
+    where = "line " + std::to_string(line) + ", column " + std::to_string(column) + ": ";
+  }
+  return "JSON " + where + "the number " + number + " is beyond the range of a double (about 1.8e308)";
+}
+
 }  // namespace
 
 Model parse_model_json(const std::string& text, const std::string& source) {
@@ -393,6 +420,8 @@ Model parse_model_json(const std::string& text, const std::string& source) {
     std::string what = e.what();
     const auto pos = what.find("parse error");
     throw ModelError(source + ": JSON " + (pos == std::string::npos ? what : what.substr(pos)));
+  } catch (const json::out_of_range& e) {
+    throw ModelError(source + ": " + number_overflow(text, e.what()));
   }
   try {
     return from_json(root);
@@ -416,6 +445,8 @@ void write_model_file(const Model& model, const std::string& path) {
   std::ofstream out(path);
   if (!out) throw ModelError(path + ": cannot write the model file");
   out << text;
+  out.close();
+  if (!out) throw ModelError(path + ": writing the model file failed (disk full?)");
 }
 
 }  // namespace treedyn

@@ -132,6 +132,33 @@ void check_inertia(const Body& b, Problems& p) {
     p.add(who + ": principal moments " + fmt(moments) + " violate the triangle inequality (J1 + J2 >= J3)");
 }
 
+/// Masses or inertias so far apart that no formulation can resolve them in double precision (a
+/// 1e300 kg body among 1 kg ones: its mass matrix swamps the others' 16 digits, and a run "ok"
+/// would be meaningless) are refused, naming the lightest and the heaviest body: usually a unit
+/// mistake. The bounds leave room for any mechanism built from real parts (a 1 g pin on a 100 t
+/// frame is a ratio of 1e8 in mass).
+void check_mass_range(const Model& m, Problems& p) {
+  constexpr double kMassRatio = 1e12, kInertiaRatio = 1e15;
+  const Body *light = nullptr, *heavy = nullptr, *small = nullptr, *large = nullptr;
+  auto largest_moment = [](const Body& b) { return b.inertia.cwiseAbs().maxCoeff(); };
+  for (const Body& b : m.bodies) {
+    if (!(b.mass > 0.0) || !std::isfinite(b.mass) || !b.inertia.allFinite() || !(largest_moment(b) > 0.0)) return;  // reported already
+    if (!light || b.mass < light->mass) light = &b;
+    if (!heavy || b.mass > heavy->mass) heavy = &b;
+    if (!small || largest_moment(b) < largest_moment(*small)) small = &b;
+    if (!large || largest_moment(b) > largest_moment(*large)) large = &b;
+  }
+  if (light && heavy->mass > kMassRatio * light->mass)
+    p.add("body '" + heavy->name + "': mass " + fmt(heavy->mass) + " kg is " + fmt(heavy->mass / light->mass) +
+          " times that of body '" + light->name + "' (" + fmt(light->mass) + " kg); more than " + fmt(kMassRatio) +
+          " apart is refused (double precision cannot resolve it): check the units");
+  if (small && largest_moment(*large) > kInertiaRatio * largest_moment(*small))
+    p.add("body '" + large->name + "': inertia " + fmt(largest_moment(*large)) + " kg m^2 is " +
+          fmt(largest_moment(*large) / largest_moment(*small)) + " times that of body '" + small->name + "' (" +
+          fmt(largest_moment(*small)) + " kg m^2); more than " + fmt(kInertiaRatio) +
+          " apart is refused (double precision cannot resolve it): check the units");
+}
+
 void check_unique(const std::vector<std::string>& names, const std::string& kind, Problems& p) {
   std::set<std::string> seen;
   for (const auto& n : names) {
@@ -201,6 +228,8 @@ void validate(const Model& m) {
     if (!b.orientation.coeffs().allFinite() || std::abs(b.orientation.norm() - 1.0) > 1e-9)
       p.add(who + ": orientation quaternion must have unit norm (norm " + fmt(b.orientation.norm()) + ")");
   }
+
+  check_mass_range(m, p);
 
   const int nb = m.body_count();
   auto valid_body = [&](int i) { return i == kGround || (i >= 0 && i < nb); };

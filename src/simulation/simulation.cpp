@@ -26,6 +26,12 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
   if (!(options.t_end >= t0) || !std::isfinite(options.t_end))
     throw std::invalid_argument("run: t_end = " + sci(options.t_end) + " must be finite and not before t = " + sci(t0));
   if (sim.failed()) throw std::logic_error("run: the simulator's last step failed; reset() it first");
+  // More intervals than a run could take in weeks is a typing error, and past 2^63 the count
+  // would overflow: refused before anything runs.
+  const double intervals = (options.t_end - t0) / options.dt;
+  if (intervals > kMaxRunIntervals)
+    throw std::invalid_argument("run: (t_end - t0) / dt = " + sci(intervals) + " output intervals; more than " +
+                                sci(kMaxRunIntervals) + " is refused (raise dt, or lower t_end)");
   SimulationResult result;
   result.formulation = sim.formulation_name();
   result.integrator = sim.formulation().integrator();
@@ -33,7 +39,9 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
   result.t_end = options.t_end;
   result.t_reached = t0;
   Metrics metrics(model, &sim.inputs());
-  double wall = 0.0;
+  double wall = 0.0;  // inside advance_to, the failing call included
+  Clock::time_point advancing{};
+  bool in_advance = false;
   auto sample = [&](bool first) {
     const Snapshot& snapshot = sim.snapshot();
     check_finite(model, snapshot);
@@ -47,8 +55,8 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
     result.constraint_error_max.position = std::max(result.constraint_error_max.position, m.max.position);
     result.constraint_error_max.velocity = std::max(result.constraint_error_max.velocity, m.max.velocity);
     result.constraint_error_max.acceleration = std::max(result.constraint_error_max.acceleration, m.max.acceleration);
-    ++result.samples;
     if (sink) sink->write(snapshot, m, sim.stats());
+    ++result.samples;  // written (a sink that failed to write it has thrown)
   };
 
   try {
@@ -64,9 +72,11 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
         break;
       }
       const double t = k == steps ? options.t_end : t0 + static_cast<double>(k) * options.dt;
-      const auto start = Clock::now();
+      advancing = Clock::now();
+      in_advance = true;
       sim.advance_to(t);
-      wall += std::chrono::duration<double>(Clock::now() - start).count();
+      in_advance = false;
+      wall += std::chrono::duration<double>(Clock::now() - advancing).count();
       result.t_reached = t;
       if (k % every == 0 || k == steps) sample(false);
       if (progress) progress(t, options.t_end);
@@ -80,6 +90,7 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
     result.message = e.what();
     result.failure_time = result.t_reached;
   }
+  if (in_advance) wall += std::chrono::duration<double>(Clock::now() - advancing).count();
   result.wall_seconds = wall;
   result.stats = sim.stats();
   result.warnings = sim.warnings();  // after the run: some notices arise during it

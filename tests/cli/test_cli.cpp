@@ -288,3 +288,181 @@ TEST(Cli, RefusesANonPositiveStepInWords) {
   EXPECT_NE(nan.status, 0) << nan.text;
   EXPECT_NE(nan.text.find("--t-end: must be a finite number, got 'nan'"), std::string::npos) << nan.text;
 }
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// The model file of `name` with its first occurrence of `from` replaced by `to`, written to a
+/// temporary file whose path is returned.
+std::string edited_model(const std::string& name, const std::string& from, const std::string& to) {
+  std::string text = read_text(treedyn::test::model_path(name));
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  text.replace(at, from.size(), to);
+  const std::string path = temp("edited_" + name + ".json");
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::size_t count_lines(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+
+}  // namespace
+
+// Issue 25: options of another formulation are refused with the formulations they apply to,
+// never ignored (ali3 has its own integrator; the reference has no penalty).
+TEST(Cli, OptionsOfAnotherFormulationAreRefusedNamingWhereTheyApply) {
+  const std::string model = treedyn::test::model_path("four_bar");
+  const auto integrator = run("simulate " + model + " -f ali3 --integrator rk4 -q -o " + temp("refuse"));
+  EXPECT_EQ(integrator.status, 1) << integrator.text;
+  EXPECT_NE(integrator.text.find("--integrator: option integrator does not apply to ali3 (it applies to reference, dca, hdca)"),
+            std::string::npos)
+      << integrator.text;
+  const auto alpha = run("simulate " + model + " -f reference --alpha 1e9 -q -o " + temp("refuse"));
+  EXPECT_EQ(alpha.status, 1) << alpha.text;
+  EXPECT_NE(alpha.text.find("--alpha: option alpha does not apply to reference (it applies to ali3)"), std::string::npos) << alpha.text;
+  const auto baumgarte = run("simulate " + model + " -f dca --baumgarte nan,1 -q -o " + temp("refuse"));
+  EXPECT_EQ(baumgarte.status, 1) << baumgarte.text;
+  EXPECT_NE(baumgarte.text.find("--baumgarte: must be a finite number, got 'nan'"), std::string::npos) << baumgarte.text;
+  const auto tol = run("simulate " + model + " -f half-implicit --newton-tol 0 -q -o " + temp("refuse"));
+  EXPECT_EQ(tol.status, 1) << tol.text;
+  EXPECT_NE(tol.text.find("option newton_tol: must be positive, got 0"), std::string::npos) << tol.text;
+  const auto applies = run("simulate " + model + " -f ali3 --alpha 1e8 --newton-max 4 --t-end 0.1 -q -o " + temp("applies"));
+  EXPECT_EQ(applies.status, 0) << applies.text;
+}
+
+TEST(Cli, ThreadsBeyondTheCoresWarn) {
+  const auto out = run("simulate " + treedyn::test::model_path("four_bar") + " -f dca --threads 4096 --t-end 0.05 -q -o " +
+                       temp("threads"));
+  EXPECT_EQ(out.status, 0) << out.text;
+  EXPECT_NE(out.text.find("warning: --threads 4096 is more than the"), std::string::npos) << out.text;
+}
+
+TEST(Cli, AMistypedCommandNamesTheClosestAndVersionAnswers) {
+  const auto typo = run("simulat x.json");
+  EXPECT_EQ(typo.status, 1);
+  EXPECT_NE(typo.text.find("unknown command 'simulat'; did you mean 'simulate'?"), std::string::npos) << typo.text;
+  const auto far = run("frobnicate");
+  EXPECT_EQ(far.status, 1);
+  EXPECT_EQ(far.text.find("did you mean"), std::string::npos) << far.text;
+  const auto version = run("--version");
+  EXPECT_EQ(version.status, 0);
+  EXPECT_EQ(version.text.rfind("treedyn ", 0), 0u) << version.text;
+}
+
+TEST(Cli, ANumberBeyondDoubleNamesFileLineAndColumn) {
+  const std::string path = edited_model("four_bar", "\"mass\": 1,", "\"mass\": 1e999,");
+  const auto out = run("simulate " + path + " -q -o " + temp("overflow"));
+  EXPECT_EQ(out.status, 1);
+  EXPECT_NE(out.text.find(path + ": JSON line 14, column 27: the number 1e999 is beyond the range of a double"), std::string::npos)
+      << out.text;
+}
+
+TEST(Cli, MassesTooFarApartAreRefusedNamingTheBodies) {
+  const auto out = run("simulate " + edited_model("four_bar", "\"mass\": 1,", "\"mass\": 1e300,") + " -q -o " + temp("heavy"));
+  EXPECT_EQ(out.status, 1);
+  EXPECT_NE(out.text.find("body 'A': mass 1e+300 kg is 1e+300 times that of body 'B'"), std::string::npos) << out.text;
+}
+
+TEST(Cli, ImpossibleStepCountsAndHugeModelsAreRefusedUpFront) {
+  const auto dt = run("simulate " + treedyn::test::model_path("four_bar") + " -f dca --dt 1e-300 -q -o " + temp("tiny_dt"));
+  EXPECT_EQ(dt.status, 1);
+  EXPECT_NE(dt.text.find("output intervals; more than 1.000e+12 is refused"), std::string::npos) << dt.text;
+  const auto bodies = run("generate chain --bodies 2000000000 -o " + temp("huge.json"));
+  EXPECT_EQ(bodies.status, 1);
+  EXPECT_NE(bodies.text.find("--bodies: Value 2000000000 not in range 1 to 1000000"), std::string::npos) << bodies.text;
+}
+
+// SIGINT and SIGTERM end a run cleanly: the CSVs end at a line boundary, summary.json says
+// "interrupted" with the time reached, and the exit status is 128 + the signal.
+TEST(Cli, SignalsEndARunWithItsResultsWhole) {
+  for (const char* signal : {"INT", "TERM"}) {
+    const std::string dir = temp(std::string("signal_") + signal);
+    std::filesystem::remove_all(dir);
+    // A run of minutes, signalled once its first rows are on disk; `exec` makes the shell's pid
+    // the command's, and the trap-free subshell leaves SIGINT deliverable.
+    const std::string script = "sh -c '" + std::string(TREEDYN_BINARY) + " simulate " + treedyn::test::model_path("chain128") +
+                               " -f dca --integrator rk4 --dt 1e-3 --t-end 1000 -q -o " + dir +
+                               " & pid=$!; i=0; while [ ! -s " + dir + "/metrics.csv ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
+                               "sleep 0.3; kill -" + signal + " $pid; wait $pid; echo exit=$?'";
+    FILE* pipe = popen((script + " 2>&1").c_str(), "r");
+    std::string text;
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, pipe)) text += buf;
+    pclose(pipe);
+    const int expected = 128 + (std::string(signal) == "INT" ? 2 : 15);
+    EXPECT_NE(text.find("exit=" + std::to_string(expected)), std::string::npos) << signal << ": " << text;
+    EXPECT_NE(text.find(std::string("by SIG") + signal), std::string::npos) << text;
+    const std::string summary = read_text(dir + "/summary.json");
+    EXPECT_NE(summary.find("\"status\": \"interrupted\""), std::string::npos) << summary;
+    const std::string trajectory = read_text(dir + "/trajectory.csv"), metrics = read_text(dir + "/metrics.csv");
+    ASSERT_FALSE(trajectory.empty());
+    EXPECT_EQ(trajectory.back(), '\n');
+    EXPECT_EQ(metrics.back(), '\n');
+    EXPECT_EQ(count_lines(trajectory), count_lines(metrics));
+    // The summary counts the rows on disk (and a header).
+    const auto at = summary.find("\"samples\": ");
+    ASSERT_NE(at, std::string::npos);
+    EXPECT_EQ(std::stoul(summary.substr(at + 11)) + 1, count_lines(trajectory));
+  }
+}
+
+// A write that fails (here past a file-size limit, as a full disk would) ends the run "failed"
+// with the file and the system's error named; both CSVs end with the last sample written whole.
+TEST(Cli, AFailedWriteStopsTheRunNamingTheFileAndKeepsWholeRows) {
+  const std::string dir = temp("full");
+  std::filesystem::remove_all(dir);
+  const std::string cmd = "sh -c 'ulimit -f 64; exec " + std::string(TREEDYN_BINARY) + " simulate " +
+                          treedyn::test::model_path("chain128") + " -f dca --integrator rk4 --dt 1e-3 --t-end 1 -q -o " + dir + "' 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string text;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, pipe)) text += buf;
+  const int status = pclose(pipe);
+  EXPECT_EQ(WEXITSTATUS(status), 2) << text;
+  EXPECT_NE(text.find("cannot write " + dir + "/trajectory.csv: File too large"), std::string::npos) << text;
+  const std::string trajectory = read_text(dir + "/trajectory.csv"), metrics = read_text(dir + "/metrics.csv");
+  ASSERT_FALSE(trajectory.empty());
+  EXPECT_EQ(trajectory.back(), '\n');
+  EXPECT_EQ(count_lines(trajectory), count_lines(metrics));
+  const std::string summary = read_text(dir + "/summary.json");
+  EXPECT_NE(summary.find("\"status\": \"failed\""), std::string::npos) << summary;
+}
+
+// A new run in a folder removes what an earlier one wrote there (no stale summary or plots), and
+// each formulation has its own default folder.
+TEST(Cli, ANewRunLeavesNothingOfTheLastAndFormulationsHaveTheirOwnFolders) {
+  const std::string dir = temp("stale");
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(run("simulate " + treedyn::test::model_path("four_bar") + " -f dca --t-end 0.05 -q --plot -o " + dir).status, 0);
+  ASSERT_TRUE(std::filesystem::exists(dir + "/energy.svg"));
+  std::ofstream(dir + "/notes.txt") << "mine";
+  ASSERT_EQ(run("simulate " + treedyn::test::model_path("four_bar") + " -f dca --t-end 0.05 -q -o " + dir).status, 0);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/energy.svg"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/plots.gp"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/notes.txt"));  // not treedyn's: left alone
+  const std::string cwd = temp("cwd");
+  std::filesystem::create_directories(cwd);
+  const auto out = run("simulate " + treedyn::test::model_path("four_bar") + " -f hdca --t-end 0.05 -o " + cwd + "/x >/dev/null; cd " +
+                       cwd + " && " + TREEDYN_BINARY + " simulate " + treedyn::test::model_path("four_bar") + " -f hdca --t-end 0.05");
+  EXPECT_EQ(out.status, 0) << out.text;
+  EXPECT_TRUE(std::filesystem::exists(cwd + "/results/four_bar/hdca/summary.json")) << out.text;
+}
+
+// Not on a terminal (a log), progress is one line every few seconds on stderr, with the elapsed
+// time; -q silences it.
+TEST(Cli, ProgressReachesALogEveryFewSeconds) {
+  const std::string args = "simulate " + treedyn::test::model_path("chain128") + " -f dca --integrator rk4 --dt 1e-3 --t-end 40 -o " +
+                           temp("progress");
+  const std::string cmd = std::string("timeout -s INT 7 ") + TREEDYN_BINARY + " " + args + " 2>&1 >/dev/null";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string text;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, pipe)) text += buf;
+  pclose(pipe);
+  EXPECT_NE(text.find(" s elapsed"), std::string::npos) << text;
+  EXPECT_NE(text.find("treedyn: t = "), std::string::npos) << text;
+}
