@@ -65,6 +65,9 @@ class CoordinateMap {
   /// "slider.d", "base.x" ...
   const std::vector<std::string>& q_names() const { return q_names_; }
   const std::vector<std::string>& qd_names() const { return qd_names_; }
+  /// SI units of the entries of q and qd: "rad", "m", "-" (quaternion components), "rad/s", "m/s".
+  const std::vector<std::string>& q_units() const { return q_units_; }
+  const std::vector<std::string>& qd_units() const { return qd_units_; }
   /// True if some entry has an angle (revolute, cylindrical, universal or planar joints).
   bool has_angles() const { return has_angles_; }
 
@@ -93,7 +96,7 @@ class CoordinateMap {
   std::vector<Entry> entries_;
   std::vector<int> placement_;        // entries that place a body, parents before children
   std::vector<char> reversed_;        // per entry: placed from its child to its parent
-  std::vector<std::string> q_names_, qd_names_, body_names_;
+  std::vector<std::string> q_names_, qd_names_, q_units_, qd_units_, body_names_;
   int nq_ = 0, nv_ = 0;
   bool has_angles_ = false;
 };

@@ -1,16 +1,22 @@
 // treedyn — result files of a simulation, written as the samples arrive (so a failed run keeps
-// everything up to its failure):
+// everything up to its failure). Every column is named "<name> [<SI unit>]" ("-" for none):
 //   trajectory.csv  t; per body: x y z, qw qx qy qz, vx vy vz, wx wy wz (global frame)
 //   metrics.csv     t; energies and work; largest constraint errors at three levels; solver
 //                   counters; per joint/driver: errors at three levels; per joint: reaction
 //                   force and torque on the child at its joint frame (when the formulation
 //                   computes them); per driver: its effort
-//   summary.json    what run_simulation returned, and the model's name
+//   joints.csv      t; every joint coordinate, then every rate, in each joint's own sense
+//                   (CoordinateMap: crank angle, slider travel), when a map is given
+//   summary.json    what run_simulation returned, the model's name, and what was written
 #pragma once
 
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "treedyn/coordinate_map.hpp"
 #include "treedyn/simulation.hpp"
 
 namespace treedyn {
@@ -19,34 +25,58 @@ class ResultWriter : public SampleSink {
  public:
   /// Creates `directory` if needed and removes what an earlier run wrote there (its CSVs,
   /// summary.json, plots.gp and the plots it names), so that no stale file sits beside the new
-  /// run's; throws std::runtime_error if files cannot be opened. Refers to
-  /// `model`, which must outlive the writer.
-  ResultWriter(const Model& model, const std::string& directory);
-  ResultWriter(const Model&&, const std::string&) = delete;  // keeps a reference: not to a temporary
+  /// run's; throws std::runtime_error if files cannot be opened. Refers to `model` and to
+  /// `coordinates` (optional: joints.csv is written only with one), which must outlive the writer.
+  ResultWriter(const Model& model, const std::string& directory, const CoordinateMap* coordinates = nullptr);
+  ResultWriter(const Model&&, const std::string&, const CoordinateMap* = nullptr) = delete;  // not a temporary
   ~ResultWriter() override;
   ResultWriter(const ResultWriter&) = delete;
   ResultWriter& operator=(const ResultWriter&) = delete;
 
+  /// Writes only every k-th sample it receives, and the last (held until finish): decimation of
+  /// the files, not of the run, whose metrics and maxima still see every sample. k >= 1.
+  void set_write_every(int k);
+  /// Rows a sample takes in the files, in bytes, estimated from the model's size (for choosing k).
+  double bytes_per_sample() const;
+
   /// Appends one sample; throws std::runtime_error naming the file and the system's error when a
   /// write fails (run_simulation then ends the run "failed" with that message).
   void write(const Snapshot& snapshot, const MetricsSample& metrics, const SolverStats& stats) override;
-  /// Closes the CSVs and writes summary.json atomically. Throws std::runtime_error if a write
-  /// fails (for a run that was ok; a failed run's own message already says what went wrong).
+  /// Writes the sample held back by decimation, closes the CSVs and writes summary.json
+  /// atomically. Throws std::runtime_error if a write fails (for a run that was ok; a failed
+  /// run's own message already says what went wrong).
   void finish(const SimulationResult& result);
   const std::string& directory() const { return directory_; }
+  long rows_written() const { return rows_; }
 
  private:
+  struct Csv {
+    std::string path;
+    std::FILE* file = nullptr;
+    long good = 0;  // bytes of whole rows written and flushed
+  };
+  struct Held {
+    Snapshot snapshot;
+    MetricsSample metrics;
+    SolverStats stats;
+  };
   void write_headers(bool with_reactions, bool with_efforts);
-  /// Closes both CSVs; after a failed write, cuts them back to the last sample written whole.
+  void write_row(const Snapshot& snapshot, const MetricsSample& metrics, const SolverStats& stats);
+  /// Flushes every CSV; on a failure cuts them all back to the last sample written whole and throws.
+  void check_rows();
+  /// Closes the CSVs; after a failed write, cuts them back to the last sample written whole.
   void close_files();
 
   const Model& model_;
+  const CoordinateMap* coordinates_;
   std::string directory_;
-  std::FILE* trajectory_ = nullptr;
-  std::FILE* metrics_ = nullptr;
-  long trajectory_good_ = 0, metrics_good_ = 0;  // bytes of whole rows written and flushed
+  std::vector<Csv> csv_;  // trajectory, metrics, then joints when a map is given
   bool headers_written_ = false;
   bool with_reactions_ = false, with_efforts_ = false;
+  int write_every_ = 1;
+  long received_ = 0, rows_ = 0;
+  std::optional<Held> held_;
+  Eigen::VectorXd q_, qd_, reference_;  // joints.csv: angles continuous from row to row
 };
 
 /// Writes `text` to `path` whole or not at all (a temporary file beside it, then renamed over it);
@@ -55,5 +85,9 @@ void write_file_atomically(const std::string& path, const std::string& text);
 
 /// summary.json text for a result.
 std::string summary_json(const Model& model, const SimulationResult& result);
+
+/// A CSV header cell: "name [unit]". column_name strips the unit again ("t [s]" -> "t").
+std::string column(const std::string& name, const std::string& unit);
+std::string column_name(const std::string& header_cell);
 
 }  // namespace treedyn

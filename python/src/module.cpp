@@ -303,26 +303,12 @@ struct RecordedRun : SampleSink {
     return d;
   }
 
-  /// The command line's files (trajectory.csv, metrics.csv, summary.json), written by its own
-  /// writer from the kept samples, and joints.csv (q and qd per sample).
+  /// The command line's files (trajectory.csv, metrics.csv, joints.csv, summary.json), written by
+  /// its own writer from the kept samples.
   void save(const std::string& directory) const {
-    ResultWriter writer(*model, directory);
+    ResultWriter writer(*model, directory, map.get());
     for (std::size_t s = 0; s < samples(); ++s) writer.write(snapshot(s), metrics[s], stats[s]);
     writer.finish(result);
-    std::ofstream out(directory + "/joints.csv");
-    out << "t";
-    for (const auto& n : map->q_names()) out << ",q:" << n;
-    for (const auto& n : map->qd_names()) out << ",qd:" << n;
-    out << "\n";
-    out.precision(12);
-    const std::size_t nq = static_cast<std::size_t>(map->nq()), nv = static_cast<std::size_t>(map->nv());
-    for (std::size_t s = 0; s < samples(); ++s) {
-      out << (*t)[s];
-      for (std::size_t i = 0; i < nq; ++i) out << "," << (*q)[s * nq + i];
-      for (std::size_t i = 0; i < nv; ++i) out << "," << (*qd)[s * nv + i];
-      out << "\n";
-    }
-    if (!out) throw std::runtime_error("cannot write " + directory + "/joints.csv");
   }
 };
 

@@ -140,7 +140,7 @@ class Result:
 
     def save(self, directory: str) -> str:
         """Writes trajectory.csv, metrics.csv and summary.json (the command line's files, by its
-        own writer) and joints.csv (q and qd) into `directory`; returns it."""
+        own writer, with joints.csv: q and qd) into `directory`; returns it."""
         if self._run is not None:
             self._run.save(directory)
         elif self._source is not None:
@@ -234,12 +234,19 @@ def simulate(
     return result
 
 
+def _column_name(cell: str) -> str:
+    """A CSV header cell without its unit: "A.x [m]" -> "A.x"."""
+    if cell.endswith("]") and " [" in cell:
+        return cell[: cell.rindex(" [")]
+    return cell
+
+
 def _read_csv(path: str):
     with open(path, newline="") as f:
         rows = list(csv.reader(f))
     if not rows:
         raise ValueError(f"{path}: empty")
-    header = rows[0]
+    header = [_column_name(h) for h in rows[0]]
     data = np.array([[float(x) if x not in ("", "nan") else math.nan for x in r] for r in rows[1:]], dtype=float)
     if data.size == 0:
         data = np.zeros((0, len(header)))

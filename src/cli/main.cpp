@@ -169,8 +169,19 @@ struct SimulateArgs {
   double newton_tol = NAN;             // ali3, half- and fully-implicit (NaN: the formulation's default)
   std::string linear_solver = "tree";  // half- and fully-implicit
   std::vector<GivenOption> given;      // the formulation options typed, applied through the catalogue
+  double max_output_mb = 20;           // decimate the files beyond this (0: write every sample)
+  bool sample_every_given = false;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
+
+/// Every how many samples the files get a row, so that a run writes about `max_output_mb` at most
+/// (1: every sample; also when the user chose --sample-every, or gave no budget).
+long output_decimation(const ResultWriter& writer, const RunOptions& run, const SimulateArgs& a) {
+  if (!(a.max_output_mb > 0.0) || a.sample_every_given) return 1;
+  const double samples = std::ceil(run.t_end / run.dt / run.sample_every) + 1;
+  const double rows = std::max(2.0, a.max_output_mb * 1e6 / writer.bytes_per_sample());
+  return samples <= rows ? 1 : static_cast<long>(std::min(std::ceil(samples / rows), 1e9));
+}
 
 /// Per-stage split of the time spent advancing (stages the formulation times, the rest "other").
 void print_profile(const SimulationResult& r) {
@@ -242,7 +253,13 @@ int simulate(const SimulateArgs& a) {
               << cores << " or fewer)\n";
   Simulator simulator(model_ptr, formulation, settings, a.tolerance);
   const std::string out_dir = !a.output.empty() ? a.output : "results/" + model.name + "/" + formulation;
-  ResultWriter writer(model, out_dir);
+  ResultWriter writer(model, out_dir, &simulator.coordinates());
+  const long write_every = output_decimation(writer, run, a);
+  writer.set_write_every(static_cast<int>(write_every));
+  if (write_every > 1 && !a.quiet)
+    std::printf("treedyn: writing every %ld-th sample to keep the files near %g MB (--max-output-mb 0 writes all; "
+                "the summary's maxima still cover every sample)\n",
+                write_every, a.max_output_mb);
   ProgressBar bar(!a.quiet);
   run.stop = [] { return g_signal != 0; };
   std::signal(SIGINT, on_signal);
@@ -271,7 +288,8 @@ int simulate(const SimulateArgs& a) {
                 sci(r.constraint_error_max.position).c_str(), sci(r.constraint_error_max.velocity).c_str(),
                 sci(r.constraint_error_max.acceleration).c_str());
     for (const auto& [name, value] : r.diagnostics) std::printf("  %s: %s\n", name.c_str(), sci(value).c_str());
-    std::printf("  results: %s/{trajectory.csv, metrics.csv, summary.json}\n", out_dir.c_str());
+    std::printf("  results: %s/{trajectory.csv, metrics.csv, joints.csv, summary.json}: %ld rows\n", out_dir.c_str(),
+                writer.rows_written());
   }
   if (a.profile) print_profile(r);
   if (r.status == "interrupted")
@@ -449,7 +467,14 @@ int main(int argc, char** argv) {
   s->add_option("--rtol", sim.rtol, "relative tolerance of adaptive integrators (defaults: reference 1e-10, dca and hdca 1e-6)")->check(kPositive);
   s->add_option("--atol", sim.atol, "absolute tolerance of adaptive integrators (defaults: reference 1e-10, dca and hdca 1e-6)")->check(kPositive);
   s->add_option("--threads", sim.threads, threads_help)->capture_default_str()->check(kPositive);
-  s->add_option("--sample-every", sim.sample_every, "write every k-th step")->capture_default_str()->check(kPositive);
+  s->add_option("--sample-every", sim.sample_every, "sample every k-th step (then every sample is written)")
+      ->capture_default_str()
+      ->check(kPositive);
+  s->add_option("--max-output-mb", sim.max_output_mb,
+                "without --sample-every, write every k-th sample (and the last) so the files stay near this size; "
+                "metrics and maxima still cover every sample (0: write all)")
+      ->capture_default_str()
+      ->check(kNonNegative);
   s->add_option("--output,-o", sim.output,
                 "output directory (default: results/<model name>/<formulation>); what an earlier run wrote there is removed");
   s->add_flag("--assemble", sim.assemble, "project an inconsistent initial state onto the constraints");
@@ -601,6 +626,7 @@ int main(int argc, char** argv) {
       {"--geometric-stiffness", "geometric_stiffness", [&] { return OptionValue(sim.ali3.geometric_stiffness); }},
       {"--linear-solver", "linear_solver", [&] { return OptionValue(sim.linear_solver); }},
   };
+  sim.sample_every_given = s->count("--sample-every") > 0;
   for (const auto& [flag, name, value] : formulation_options)
     if (s->count(flag) > 0) sim.given.push_back({flag, name, value()});
   if (s->count("--baumgarte") > 0) {

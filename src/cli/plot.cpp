@@ -1,6 +1,8 @@
 // Plots of a run's results through a gnuplot script (include/treedyn/plot.hpp).
 #include "plot.hpp"
 
+#include "treedyn/result_writer.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -9,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
+
+#include "treedyn/result_writer.hpp"
 
 namespace treedyn {
 namespace {
@@ -29,7 +33,7 @@ class Columns {
     std::string header;
     if (!in || !std::getline(in, header)) throw std::runtime_error("plot: cannot read " + file.string());
     std::istringstream names(header);
-    for (std::string name; std::getline(names, name, ',');) names_.push_back(name);
+    for (std::string name; std::getline(names, name, ',');) names_.push_back(column_name(name));  // "t [s]" -> "t"
   }
 
   bool has(const std::string& name) const { return std::find(names_.begin(), names_.end(), name) != names_.end(); }

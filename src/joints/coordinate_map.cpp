@@ -27,6 +27,15 @@ std::pair<std::vector<const char*>, std::vector<const char*>> coordinate_names(J
   return {{}, {}};
 }
 
+/// SI unit of a coordinate (or of its rate) named as above.
+std::string unit_of(const std::string& coordinate, bool rate) {
+  if (coordinate.rfind("angle", 0) == 0) return rate ? "rad/s" : "rad";
+  if (coordinate == "d" || coordinate == "x" || coordinate == "y" || coordinate == "z") return rate ? "m/s" : "m";
+  if (coordinate[0] == 'q') return "-";  // quaternion components
+  if (coordinate[0] == 'w') return "rad/s";
+  return "m/s";                           // vx, vy, vz
+}
+
 /// x moved by a whole number of turns to lie within half a turn of `near`.
 double unwrap(double x, double near) { return near + std::remainder(x - near, 2.0 * std::numbers::pi); }
 
@@ -42,8 +51,8 @@ CoordinateMap::CoordinateMap(const Model& model, const Topology& topology) {
     nq_ += e.nq;
     nv_ += e.nv;
     const auto [qn, vn] = coordinate_names(e.type);
-    for (const char* c : qn) q_names_.push_back(e.name + "." + c);
-    for (const char* c : vn) qd_names_.push_back(e.name + "." + c);
+    for (const char* c : qn) q_names_.push_back(e.name + "." + c), q_units_.push_back(unit_of(c, false));
+    for (const char* c : vn) qd_names_.push_back(e.name + "." + c), qd_units_.push_back(unit_of(c, true));
     has_angles_ = has_angles_ || angle_entries(e.type) != 0;
     entries_.push_back(std::move(e));
     reversed_.push_back(0);

@@ -56,94 +56,176 @@ void put(std::FILE* f, const Vec3& v) {
 
 nlohmann::json number_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
 
+void header(std::FILE* f, const std::string& name, const std::string& unit) {
+  std::fprintf(f, ",%s", column(name, unit).c_str());
+}
+
+/// The unit of a driver's effort: a torque on a rotation, a force on a translation.
+std::string effort_unit(const Model& m, const Driver& d) {
+  const auto coordinates = joint_coordinates(m.joints[static_cast<std::size_t>(d.joint)].type);
+  const bool rotation = d.coordinate < static_cast<int>(coordinates.size()) &&
+                        coordinates[static_cast<std::size_t>(d.coordinate)].kind == JointCoordinate::Kind::Rotation;
+  return rotation ? "N m" : "N";
+}
+
 }  // namespace
 
-ResultWriter::ResultWriter(const Model& model, const std::string& directory) : model_(model), directory_(directory) {
+std::string column(const std::string& name, const std::string& unit) { return name + " [" + unit + "]"; }
+
+std::string column_name(const std::string& cell) {
+  const auto open = cell.rfind(" [");
+  return open != std::string::npos && !cell.empty() && cell.back() == ']' ? cell.substr(0, open) : cell;
+}
+
+ResultWriter::ResultWriter(const Model& model, const std::string& directory, const CoordinateMap* coordinates)
+    : model_(model), coordinates_(coordinates), directory_(directory) {
   std::error_code error;
   fs::create_directories(directory, error);
   if (error) throw std::runtime_error("cannot create the output directory " + directory + ": " + error.message());
   remove_earlier_outputs(directory);
-  trajectory_ = open_file(directory + "/trajectory.csv");
-  metrics_ = open_file(directory + "/metrics.csv");
+  for (const char* name : {"trajectory.csv", "metrics.csv", "joints.csv"}) {
+    if (std::string(name) == "joints.csv" && !coordinates) break;
+    csv_.push_back({directory + "/" + name, nullptr, 0});
+    csv_.back().file = open_file(csv_.back().path);
+  }
+  if (coordinates) {
+    q_.resize(coordinates->nq());
+    qd_.resize(coordinates->nv());
+  }
 }
 
 ResultWriter::~ResultWriter() { close_files(); }
 
+void ResultWriter::set_write_every(int k) {
+  if (k < 1) throw std::invalid_argument("ResultWriter: write every k-th sample needs k >= 1, got " + std::to_string(k));
+  write_every_ = k;
+}
+
+double ResultWriter::bytes_per_sample() const {
+  const double n = static_cast<double>(model_.bodies.size()), joints = static_cast<double>(model_.joints.size());
+  const double numbers = 13 * n + 12 + 9 * joints + 6 * joints + (coordinates_ ? coordinates_->nq() + coordinates_->nv() : 0);
+  return 20.0 * numbers;  // "%.12g" and a comma: 20 characters at most, about 19 on average
+}
+
 void ResultWriter::close_files() {
-  if (!trajectory_ && !metrics_) return;  // closed already
-  const bool complete = trajectory_ && metrics_ && write_error(trajectory_) == 0 && write_error(metrics_) == 0;
-  if (trajectory_) std::fclose(trajectory_);
-  if (metrics_) std::fclose(metrics_);
-  trajectory_ = metrics_ = nullptr;
-  if (complete) return;
-  // A write failed: both files end with the last sample written whole, at a line boundary.
+  bool complete = true;
+  for (Csv& c : csv_)
+    if (c.file) complete = complete && write_error(c.file) == 0;
+  bool any = false;
+  for (Csv& c : csv_) {
+    if (c.file) std::fclose(c.file), any = true;
+    c.file = nullptr;
+  }
+  if (!any || complete) return;
+  // A write failed: every file ends with the last sample written whole, at a line boundary.
   std::error_code ignored;
-  fs::resize_file(directory_ + "/trajectory.csv", static_cast<std::uintmax_t>(trajectory_good_), ignored);
-  fs::resize_file(directory_ + "/metrics.csv", static_cast<std::uintmax_t>(metrics_good_), ignored);
+  for (const Csv& c : csv_) fs::resize_file(c.path, static_cast<std::uintmax_t>(c.good), ignored);
 }
 
 void ResultWriter::write_headers(bool with_reactions, bool with_efforts) {
-  std::fprintf(trajectory_, "t");
-  for (const Body& b : model_.bodies)
-    for (const char* c : {"x", "y", "z", "qw", "qx", "qy", "qz", "vx", "vy", "vz", "wx", "wy", "wz"})
-      std::fprintf(trajectory_, ",%s.%s", b.name.c_str(), c);
-  std::fprintf(trajectory_, "\n");
-  std::fprintf(metrics_,
-               "t,kinetic,potential,total,work_nonconservative,energy_drift,position_error,velocity_error,"
-               "acceleration_error,steps,rhs_evaluations,newton_iterations");
+  std::FILE* trajectory = csv_[0].file;
+  std::FILE* metrics = csv_[1].file;
+  std::fprintf(trajectory, "%s", column("t", "s").c_str());
+  for (const Body& b : model_.bodies) {
+    for (const char* c : {"x", "y", "z"}) header(trajectory, b.name + "." + c, "m");
+    for (const char* c : {"qw", "qx", "qy", "qz"}) header(trajectory, b.name + "." + c, "-");
+    for (const char* c : {"vx", "vy", "vz"}) header(trajectory, b.name + "." + c, "m/s");
+    for (const char* c : {"wx", "wy", "wz"}) header(trajectory, b.name + "." + c, "rad/s");
+  }
+  std::fprintf(trajectory, "\n");
+  // Constraint errors are norms over rows in m (points) and rad (directions).
+  const char* levels[3][2] = {{"position_error", "m|rad"}, {"velocity_error", "m/s|rad/s"}, {"acceleration_error", "m/s^2|rad/s^2"}};
+  std::fprintf(metrics, "%s", column("t", "s").c_str());
+  for (const char* c : {"kinetic", "potential", "total", "work_nonconservative", "energy_drift"}) header(metrics, c, "J");
+  for (const auto& level : levels) header(metrics, level[0], level[1]);
+  for (const char* c : {"steps", "rhs_evaluations", "newton_iterations"}) header(metrics, c, "-");
   for (const Joint& j : model_.joints)
-    std::fprintf(metrics_, ",%s.position_error,%s.velocity_error,%s.acceleration_error", j.name.c_str(), j.name.c_str(),
-                 j.name.c_str());
+    for (const auto& level : levels) header(metrics, j.name + "." + level[0], level[1]);
   for (const Driver& d : model_.drivers)
-    std::fprintf(metrics_, ",%s.position_error,%s.velocity_error,%s.acceleration_error", d.name.c_str(), d.name.c_str(),
-                 d.name.c_str());
+    for (const auto& level : levels) header(metrics, d.name + "." + level[0], level[1]);
   if (with_reactions)
-    for (const Joint& j : model_.joints)
-      for (const char* c : {"fx", "fy", "fz", "tx", "ty", "tz"}) std::fprintf(metrics_, ",%s.%s", j.name.c_str(), c);
+    for (const Joint& j : model_.joints) {
+      for (const char* c : {"fx", "fy", "fz"}) header(metrics, j.name + "." + c, "N");
+      for (const char* c : {"tx", "ty", "tz"}) header(metrics, j.name + "." + c, "N m");
+    }
   if (with_efforts)
-    for (const Driver& d : model_.drivers) std::fprintf(metrics_, ",%s.effort", d.name.c_str());
-  std::fprintf(metrics_, "\n");
+    for (const Driver& d : model_.drivers) header(metrics, d.name + ".effort", effort_unit(model_, d));
+  std::fprintf(metrics, "\n");
+  if (coordinates_) {
+    std::FILE* joints = csv_[2].file;
+    std::fprintf(joints, "%s", column("t", "s").c_str());
+    for (int i = 0; i < coordinates_->nq(); ++i)
+      header(joints, "q:" + coordinates_->q_names()[static_cast<std::size_t>(i)], coordinates_->q_units()[static_cast<std::size_t>(i)]);
+    for (int i = 0; i < coordinates_->nv(); ++i)
+      header(joints, "qd:" + coordinates_->qd_names()[static_cast<std::size_t>(i)], coordinates_->qd_units()[static_cast<std::size_t>(i)]);
+    std::fprintf(joints, "\n");
+  }
   with_reactions_ = with_reactions;
   with_efforts_ = with_efforts;
   headers_written_ = true;
 }
 
 void ResultWriter::write(const Snapshot& s, const MetricsSample& m, const SolverStats& stats) {
+  if (coordinates_) {  // every sample, written or not: angles stay continuous however many are skipped
+    coordinates_->measure(s.bodies, q_, qd_, received_ > 0 ? &reference_ : nullptr);
+    reference_ = q_;
+  }
+  if (received_++ % write_every_ == 0) {
+    held_.reset();
+    write_row(s, m, stats);
+  } else {
+    held_ = Held{s, m, stats};  // written by finish if it is the last
+  }
+}
+
+void ResultWriter::write_row(const Snapshot& s, const MetricsSample& m, const SolverStats& stats) {
   if (!headers_written_)
     write_headers(s.reactions.size() == model_.joints.size() && !model_.joints.empty(),
                   s.driver_efforts.size() == model_.drivers.size() && !model_.drivers.empty());
-  std::fprintf(trajectory_, "%.12g", s.t);
+  std::FILE* trajectory = csv_[0].file;
+  std::FILE* metrics = csv_[1].file;
+  std::fprintf(trajectory, "%.12g", s.t);
   for (const BodyState& b : s.bodies) {
-    put(trajectory_, b.r);
-    for (double c : {b.q.w(), b.q.x(), b.q.y(), b.q.z()}) put(trajectory_, c);
-    put(trajectory_, b.v);
-    put(trajectory_, b.w);
+    put(trajectory, b.r);
+    for (double c : {b.q.w(), b.q.x(), b.q.y(), b.q.z()}) put(trajectory, c);
+    put(trajectory, b.v);
+    put(trajectory, b.w);
   }
-  std::fprintf(trajectory_, "\n");
-  std::fprintf(metrics_, "%.12g", s.t);
+  std::fprintf(trajectory, "\n");
+  std::fprintf(metrics, "%.12g", s.t);
   for (double x : {m.kinetic, m.potential, m.total, m.work_nonconservative, m.energy_drift, m.max.position, m.max.velocity,
                    m.max.acceleration})
-    put(metrics_, x);
-  std::fprintf(metrics_, ",%ld,%ld,%ld", stats.steps, stats.rhs_evaluations, stats.newton_iterations);
+    put(metrics, x);
+  std::fprintf(metrics, ",%ld,%ld,%ld", stats.steps, stats.rhs_evaluations, stats.newton_iterations);
   for (const ConstraintErrors& e : m.joints)
-    for (double x : {e.position, e.velocity, e.acceleration}) put(metrics_, x);
+    for (double x : {e.position, e.velocity, e.acceleration}) put(metrics, x);
   if (with_reactions_)
     for (const JointReaction& r : s.reactions) {
-      put(metrics_, r.force);
-      put(metrics_, r.torque);
+      put(metrics, r.force);
+      put(metrics, r.torque);
     }
   if (with_efforts_)
-    for (double e : s.driver_efforts) put(metrics_, e);
-  std::fprintf(metrics_, "\n");
-  const int trajectory_error = write_error(trajectory_), metrics_error = write_error(metrics_);
-  if (trajectory_error == 0 && metrics_error == 0) {
-    trajectory_good_ = std::ftell(trajectory_);
-    metrics_good_ = std::ftell(metrics_);
-    return;
+    for (double e : s.driver_efforts) put(metrics, e);
+  std::fprintf(metrics, "\n");
+  if (coordinates_) {
+    std::FILE* joints = csv_[2].file;
+    std::fprintf(joints, "%.12g", s.t);
+    for (int i = 0; i < q_.size(); ++i) put(joints, q_(i));
+    for (int i = 0; i < qd_.size(); ++i) put(joints, qd_(i));
+    std::fprintf(joints, "\n");
   }
-  close_files();  // and cut both back to the samples written whole
-  if (trajectory_error != 0) write_failed(directory_ + "/trajectory.csv", trajectory_error);
-  write_failed(directory_ + "/metrics.csv", metrics_error);
+  check_rows();
+  ++rows_;
+}
+
+void ResultWriter::check_rows() {
+  for (const Csv& c : csv_) {
+    if (const int error = write_error(c.file); error != 0) {
+      close_files();  // and cut every file back to the samples written whole
+      write_failed(c.path, error);
+    }
+  }
+  for (Csv& c : csv_) c.good = std::ftell(c.file);
 }
 
 std::string summary_json(const Model& model, const SimulationResult& r) {
@@ -179,14 +261,29 @@ std::string summary_json(const Model& model, const SimulationResult& r) {
 }
 
 void ResultWriter::finish(const SimulationResult& result) {
-  // The CSVs first (a run whose last write failed is already "failed" and says so), then the
-  // summary whole or not at all: written beside, then renamed over.
-  const int trajectory_error = trajectory_ ? write_error(trajectory_) : 0;
-  const int metrics_error = metrics_ ? write_error(metrics_) : 0;
+  // The sample held back by decimation (the run's last), then the CSVs (a run whose last write
+  // failed is already "failed" and says so), then the summary whole or not at all.
+  std::string late_failure;
+  try {
+    if (held_ && csv_.front().file) write_row(held_->snapshot, held_->metrics, held_->stats);
+    held_.reset();
+    for (const Csv& c : csv_)
+      if (c.file)
+        if (const int error = write_error(c.file); error != 0) write_failed(c.path, error);
+  } catch (const std::runtime_error& e) {
+    late_failure = e.what();
+  }
   close_files();
-  if (result.ok() && trajectory_error != 0) write_failed(directory_ + "/trajectory.csv", trajectory_error);
-  if (result.ok() && metrics_error != 0) write_failed(directory_ + "/metrics.csv", metrics_error);
-  write_file_atomically(directory_ + "/summary.json", summary_json(model_, result));
+  SimulationResult r = result;
+  if (!late_failure.empty() && r.ok()) {
+    r.status = "failed";
+    r.message = late_failure;
+    r.failure_time = r.t_reached;
+  }
+  auto summary = nlohmann::ordered_json::parse(summary_json(model_, r));
+  summary["output"] = {{"rows", rows_}, {"write_every", write_every_}, {"joint_coordinates", coordinates_ != nullptr}};
+  write_file_atomically(directory_ + "/summary.json", summary.dump(2) + "\n");
+  if (!late_failure.empty() && result.ok()) throw std::runtime_error(late_failure);
 }
 
 void write_file_atomically(const std::string& path, const std::string& text) {

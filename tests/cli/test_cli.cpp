@@ -169,7 +169,7 @@ int column_of(const std::string& csv, const std::string& name) {
   std::istringstream header(text.substr(0, text.find('\n')));
   int index = 1;
   for (std::string column; std::getline(header, column, ','); ++index)
-    if (column == name) return index;
+    if (column.substr(0, column.find(" [")) == name) return index;  // "total [J]" is the column "total"
   return -1;
 }
 
@@ -403,10 +403,12 @@ TEST(Cli, SignalsEndARunWithItsResultsWhole) {
     EXPECT_EQ(trajectory.back(), '\n');
     EXPECT_EQ(metrics.back(), '\n');
     EXPECT_EQ(count_lines(trajectory), count_lines(metrics));
-    // The summary counts the rows on disk (and a header).
-    const auto at = summary.find("\"samples\": ");
+    // The summary counts the rows on disk (and a header); this long run is decimated to its size
+    // budget, the last sample (where it stopped) written too.
+    const auto at = summary.find("\"rows\": ", summary.find("\"output\""));
     ASSERT_NE(at, std::string::npos);
-    EXPECT_EQ(std::stoul(summary.substr(at + 11)) + 1, count_lines(trajectory));
+    EXPECT_EQ(std::stoul(summary.substr(at + 8)) + 1, count_lines(trajectory));
+    EXPECT_EQ(count_lines(trajectory), count_lines(read_text(dir + "/joints.csv")));
   }
 }
 
@@ -430,6 +432,33 @@ TEST(Cli, AFailedWriteStopsTheRunNamingTheFileAndKeepsWholeRows) {
   EXPECT_EQ(count_lines(trajectory), count_lines(metrics));
   const std::string summary = read_text(dir + "/summary.json");
   EXPECT_NE(summary.find("\"status\": \"failed\""), std::string::npos) << summary;
+}
+
+// Without --sample-every, a run whose files would pass --max-output-mb writes every k-th sample
+// and the last; the summary says so and its maxima still cover every sample.
+TEST(Cli, BigRunsAreDecimatedToTheirSizeBudget) {
+  const std::string all = temp("decimate_all"), few = temp("decimate_few");
+  const std::string common = "simulate " + treedyn::test::model_path("chain128") + " -f dca --integrator rk4 --dt 1e-3 --t-end 0.2 -q ";
+  ASSERT_EQ(run(common + "--max-output-mb 0 -o " + all).status, 0);
+  ASSERT_EQ(run(common + "--max-output-mb 0.5 -o " + few).status, 0);
+  const std::string every = read_text(all + "/trajectory.csv"), kept = read_text(few + "/trajectory.csv");
+  EXPECT_EQ(count_lines(every), 202u);  // header, t = 0 and 200 steps
+  EXPECT_LE(kept.size(), 600'000u);     // near the budget (one row over at most: the last)
+  EXPECT_GT(count_lines(kept), 3u);
+  // The last rows are the same sample, t = 0.2.
+  auto last_line = [](const std::string& text) {
+    const auto end = text.size() - 1;
+    return text.substr(text.rfind('\n', end - 1) + 1);
+  };
+  EXPECT_EQ(last_line(every), last_line(kept));
+  const std::string summary = read_text(few + "/summary.json");
+  EXPECT_EQ(summary.find("\"write_every\": 1,"), std::string::npos) << summary;
+  // The maxima are those of every sample, written or not.
+  auto field = [](const std::string& json, const std::string& key) {
+    const auto at = json.find("\"" + key + "\": ");
+    return json.substr(at, json.find(',', at) - at);
+  };
+  EXPECT_EQ(field(summary, "energy_drift_max"), field(read_text(all + "/summary.json"), "energy_drift_max"));
 }
 
 // A new run in a folder removes what an earlier one wrote there (no stale summary or plots), and
@@ -465,4 +494,54 @@ TEST(Cli, ProgressReachesALogEveryFewSeconds) {
   pclose(pipe);
   EXPECT_NE(text.find(" s elapsed"), std::string::npos) << text;
   EXPECT_NE(text.find("treedyn: t = "), std::string::npos) << text;
+}
+
+namespace {
+
+/// A CSV file as its header cells and rows of numbers.
+std::pair<std::vector<std::string>, std::vector<std::vector<double>>> read_csv(const std::string& path) {
+  std::istringstream in(read_file(path));
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> header;
+  std::istringstream cells(line);
+  for (std::string c; std::getline(cells, c, ',');) header.push_back(c);
+  std::vector<std::vector<double>> rows;
+  while (std::getline(in, line)) {
+    rows.emplace_back();
+    std::istringstream values(line);
+    for (std::string v; std::getline(values, v, ',');) rows.back().push_back(std::stod(v));
+  }
+  return {header, rows};
+}
+
+}  // namespace
+
+// joints.csv holds each joint's own coordinate: the crank's angle is the rotation of body A about
+// z (its joint to ground), read independently here from A's quaternion in trajectory.csv,
+// continuous through turns; its rate is A's angular velocity about z. Tolerance 1e-9 rad: the
+// files hold 12 significant digits.
+TEST(Cli, JointsCsvIsTheJointCoordinatesOfTheBodyStates) {
+  const std::string dir = temp("joints");
+  ASSERT_EQ(run("simulate " + treedyn::test::model_path("four_bar") + " -f dca --integrator rk4 --dt 1e-3 --t-end 3 -q -o " + dir).status, 0);
+  const auto [jh, joints] = read_csv(dir + "/joints.csv");
+  const auto [th, trajectory] = read_csv(dir + "/trajectory.csv");
+  ASSERT_EQ(jh[1], "q:joint1.angle [rad]");
+  ASSERT_EQ(th[4], "A.qw [-]");
+  ASSERT_EQ(th[7], "A.qz [-]");
+  ASSERT_EQ(th[13], "A.wz [rad/s]");
+  ASSERT_EQ(joints.size(), trajectory.size());
+  const std::size_t rate = 1 + 4;  // qd:joint1.angle after the four angles
+  ASSERT_EQ(jh[rate], "qd:joint1.angle [rad/s]");
+  double previous = 0.0, turned = 0.0;
+  for (std::size_t k = 0; k < joints.size(); ++k) {
+    const double attitude = 2.0 * std::atan2(trajectory[k][7], trajectory[k][4]);  // A about z, from the world
+    double angle = attitude - 2.0 * std::atan2(trajectory[0][7], trajectory[0][4]);
+    angle = previous + std::remainder(angle - previous, 2.0 * M_PI);  // continuous, as joints.csv
+    previous = angle;
+    turned = std::max(turned, std::abs(angle));
+    EXPECT_NEAR(joints[k][1] - joints[0][1], angle, 1e-9) << "t = " << joints[k][0];
+    EXPECT_NEAR(joints[k][rate], trajectory[k][13], 1e-9) << "t = " << joints[k][0];  // A's angular velocity about z
+  }
+  EXPECT_GT(turned, 2.0);  // the crank swings through a good part of a turn
 }

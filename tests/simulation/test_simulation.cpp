@@ -105,8 +105,10 @@ TEST(Simulation, SummaryAndCsvHoldTheDocumentedFields) {
   std::ifstream metrics(dir + "/metrics.csv");
   std::string header;
   std::getline(metrics, header);
-  for (const char* column : {"t,kinetic,potential,total", "position_error,velocity_error,acceleration_error",
-                             "joint4.acceleration_error", "joint1.fx"})
+  // Every column names its SI unit.
+  for (const char* column : {"t [s],kinetic [J],potential [J],total [J]",
+                             "position_error [m|rad],velocity_error [m/s|rad/s],acceleration_error [m/s^2|rad/s^2]",
+                             "joint4.acceleration_error [m/s^2|rad/s^2]", "joint1.fx [N]", "joint1.tz [N m]"})
     EXPECT_NE(header.find(column), std::string::npos) << column;
   EXPECT_EQ(lines_in(dir + "/metrics.csv"), 12u);
 }
