@@ -29,6 +29,9 @@ struct CompareOptions {
   int threads = 1;
   bool pin_threads = false;               // Threading::pin (the command line sets it)
   int reference_max_bodies = 64;          // beyond: no reference run (dense, O(n^3) per step)
+  /// Asked between output intervals (RunOptions::stop): true ends the run in progress
+  /// ("interrupted", its samples kept) and skips the runs after it; the report holds what was done.
+  std::function<bool()> stop;
 };
 
 /// The settings a comparison gives `formulation` on `model`: each method's published defaults —

@@ -764,14 +764,17 @@ PYBIND11_MODULE(_treedyn, m) {
           opt("sample", options.sample_interval);
           if (o.contains("threads")) options.threads = py::cast<int>(o["threads"]);
           if (o.contains("reference_max_bodies")) options.reference_max_bodies = py::cast<int>(o["reference_max_bodies"]);
+          InterruptCheck check;
+          options.stop = [&check] { return check(); };
           CompareReport report;
           {
             py::gil_scoped_release release;
             report = compare_formulations(model, options, output);
           }
+          if (check.interrupted) PyErr_Clear();  // raised again by the Python side, with the table so far
           py::list rows;
           for (const CompareRow& r : report.rows) {
-            const bool ran = r.status == "ok" || r.status == "failed";
+            const bool ran = r.status == "ok" || r.status == "failed" || r.status == "interrupted";
             auto number = [&](double x) { return ran && std::isfinite(x) ? py::cast(x) : py::none(); };
             rows.append(py::dict(
                 py::arg("formulation") = r.formulation, py::arg("status") = r.status, py::arg("settings") = r.settings,
@@ -785,7 +788,7 @@ PYBIND11_MODULE(_treedyn, m) {
                 py::arg("velocity_error") = number(r.result.constraint_error_max.velocity),
                 py::arg("acceleration_error") = number(r.result.constraint_error_max.acceleration)));
           }
-          return rows;
+          return py::make_tuple(rows, check.interrupted);
         },
         py::arg("model"), py::arg("options"), py::arg("output") = "");
   // For bench/python_bench.py: the same work in C++ alone, timed there, in the same process.

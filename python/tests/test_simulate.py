@@ -118,6 +118,20 @@ def test_ctrl_c_stops_a_run_and_keeps_what_it_did(models_dir):
     assert "interrupted at t =" in partial.message
 
 
+def test_ctrl_c_stops_a_comparison_with_the_table_so_far(four_bar):
+    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(treedyn.Interrupted) as e:
+            treedyn.compare(four_bar, t_end=1e5, as_dataframe=False)
+    finally:
+        timer.cancel()
+    rows = {r["formulation"]: r for r in e.value.result}
+    assert rows["reference"]["status"] == "interrupted"
+    assert 0.0 < rows["reference"]["t_reached"] < 1e5
+    assert all(r["status"] == "skipped" for name, r in rows.items() if name != "reference")
+
+
 def test_simulate_checks_its_arguments(four_bar):
     with pytest.raises(ValueError, match="t_end"):
         treedyn.simulate(four_bar, "dca", t_end=float("nan"))

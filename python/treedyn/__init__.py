@@ -331,7 +331,9 @@ def compare(
     """Runs the model under several formulations (all by default) with each method's published
     settings, as `treedyn compare` does, and returns the table: a pandas DataFrame when pandas is
     installed (or as_dataframe=True), else a list of dicts (as_dataframe=False forces the list).
-    Each run's files go to output/<formulation>/ when `output` is given."""
+    Each run's files go to output/<formulation>/ when `output` is given. Ctrl-C raises
+    Interrupted with the rows so far as .result (the run in progress "interrupted", the rest
+    "skipped")."""
     if not isinstance(model, Model):
         raise TypeError(f"compare: expected a treedyn.Model, got {type(model).__name__}")
     opts = dict(
@@ -344,7 +346,10 @@ def compare(
         threads=int(threads),
         reference_max_bodies=int(reference_max_bodies),
     )
-    rows = list(_treedyn._compare(model, opts, output or ""))
+    rows, interrupted = _treedyn._compare(model, opts, output or "")
+    rows = list(rows)
+    if interrupted:
+        raise Interrupted("compare interrupted; .result holds the table so far", rows)
     if as_dataframe is False:
         return rows
     try:

@@ -117,6 +117,27 @@ extern "C" void on_signal(int signal) {
   std::signal(signal, SIG_DFL);
 }
 
+/// While it lives, SIGINT and SIGTERM stop the runs cleanly (RunOptions::stop, CompareOptions::stop).
+struct CleanStop {
+  CleanStop() {
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+  }
+  ~CleanStop() {
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+  }
+  CleanStop(const CleanStop&) = delete;
+  CleanStop& operator=(const CleanStop&) = delete;
+  static std::function<bool()> hook() {
+    return [] { return g_signal != 0; };
+  }
+  /// " by SIGINT" or " by SIGTERM", for a message.
+  static std::string by() { return g_signal == SIGINT ? " by SIGINT" : g_signal == SIGTERM ? " by SIGTERM" : ""; }
+  /// 128 + the signal when one came, else `normal`.
+  static int exit_code(int normal) { return g_signal != 0 ? 128 + g_signal : normal; }
+};
+
 /// "; did you mean 'simulate'?" for a word within two edits of a command, else "".
 std::string closest_hint(const std::string& word, const std::vector<std::string>& commands) {
   auto distance = [](const std::string& a, const std::string& b) {  // Levenshtein
@@ -261,16 +282,15 @@ int simulate(const SimulateArgs& a) {
                 "the summary's maxima still cover every sample)\n",
                 write_every, a.max_output_mb);
   ProgressBar bar(!a.quiet);
-  run.stop = [] { return g_signal != 0; };
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  run.stop = CleanStop::hook();
   const auto stepping = std::chrono::steady_clock::now();
-  SimulationResult r = run_simulation(simulator, run, &writer, [&](double t, double te) { bar.update(t, te); });
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  SimulationResult r;
+  {
+    CleanStop clean_stop;
+    r = run_simulation(simulator, run, &writer, [&](double t, double te) { bar.update(t, te); });
+  }
   bar.done();
-  const int signal = g_signal;
-  if (signal != 0) r.message += signal == SIGINT ? " by SIGINT" : " by SIGTERM";
+  if (r.status == "interrupted") r.message += CleanStop::by();
   r.setup_seconds = std::chrono::duration<double>(stepping - a.started).count();
   r.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - a.started).count();
   writer.finish(r);
@@ -305,8 +325,7 @@ int simulate(const SimulateArgs& a) {
       return r.ok() ? 1 : 2;
     }
   }
-  if (signal != 0) return 128 + signal;
-  return r.ok() ? 0 : 2;
+  return CleanStop::exit_code(r.ok() ? 0 : 2);
 }
 
 /// Options `compare` and `bench scaling` share.
@@ -349,10 +368,7 @@ void add_compare_options(CLI::App* cmd, CompareArgs& a) {
       ->check(CLI::NonNegativeNumber);
 }
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  if (!(out << text)) throw std::runtime_error("cannot write " + path);
-}
+void write_text(const std::string& path, const std::string& text) { write_file_atomically(path, text); }
 
 int compare(const std::string& path, const CompareArgs& a, double t_end, int threads, bool assemble, bool quiet,
             bool plots) {
@@ -363,17 +379,23 @@ int compare(const std::string& path, const CompareArgs& a, double t_end, int thr
   options.threads = threads;
   const std::string dir = !a.output.empty() ? a.output : "results/" + model.name + "/compare";
   std::filesystem::create_directories(dir);
-  const CompareReport report = compare_formulations(model_ptr, options, dir, [&](const CompareRow& row) {
-    if (!quiet) std::printf("  %-15s %s%s\n", row.formulation.c_str(), row.status.c_str(),
-                            row.status == "ok" ? (" in " + sci(row.result.wall_seconds) + " s wall").c_str() : "");
-  });
+  options.stop = CleanStop::hook();
+  CompareReport report;
+  {
+    CleanStop clean_stop;
+    report = compare_formulations(model_ptr, options, dir, [&](const CompareRow& row) {
+      if (!quiet) std::printf("  %-15s %s%s\n", row.formulation.c_str(), row.status.c_str(),
+                              row.status == "ok" ? (" in " + sci(row.result.wall_seconds) + " s wall").c_str() : "");
+    });
+  }
   write_text(dir + "/compare.csv", compare_csv(report));
   write_text(dir + "/compare.md", compare_markdown(report));
   write_text(dir + "/deviation.csv", compare_deviation_csv(report));
   if (!quiet) std::printf("\n%s\nwrote %s/{compare.csv, compare.md, deviation.csv} and one folder of results per formulation\n",
                           compare_markdown(report).c_str(), dir.c_str());
+  if (g_signal != 0) std::cerr << "treedyn: compare interrupted" << CleanStop::by() << "; the tables hold what was done\n";
   if (plots) plot(dir, quiet);
-  return 0;
+  return CleanStop::exit_code(0);
 }
 
 /// "2..1024" (or "64") into [min, max].
@@ -399,15 +421,21 @@ int bench_scaling(const CompareArgs& a, ScalingOptions o, const std::string& joi
   std::tie(o.min_bodies, o.max_bodies) = parse_range(bodies);
   const std::string dir = !a.output.empty() ? a.output : "results/scaling";
   std::filesystem::create_directories(dir);
-  const ScalingReport report = scaling_study(o, [&](const ScalingRow& r) {
-    if (!quiet) std::printf("  %5d bodies, %d thread(s), %-15s %s%s\n", r.bodies, r.threads, r.formulation.c_str(),
-                            r.status.c_str(), r.t_reached > 0 ? (": " + sci(r.cost()) + " s per simulated s").c_str() : "");
-  });
+  o.compare.stop = CleanStop::hook();
+  ScalingReport report;
+  {
+    CleanStop clean_stop;
+    report = scaling_study(o, [&](const ScalingRow& r) {
+      if (!quiet) std::printf("  %5d bodies, %d thread(s), %-15s %s%s\n", r.bodies, r.threads, r.formulation.c_str(),
+                              r.status.c_str(), r.t_reached > 0 ? (": " + sci(r.cost()) + " s per simulated s").c_str() : "");
+    });
+  }
   write_text(dir + "/scaling.csv", scaling_csv(report));
   write_text(dir + "/scaling.md", scaling_markdown(report));
   if (!quiet) std::printf("\n%s\nwrote %s/{scaling.csv, scaling.md}\n", scaling_markdown(report).c_str(), dir.c_str());
+  if (g_signal != 0) std::cerr << "treedyn: bench scaling interrupted" << CleanStop::by() << "; the tables hold what was measured\n";
   if (plots) plot(dir, quiet);
-  return 0;
+  return CleanStop::exit_code(0);
 }
 
 int info(const std::string& path) {

@@ -83,7 +83,7 @@ CompareRow run_row(const std::shared_ptr<const Model>& model_ptr, const std::str
     return row;
   }
   std::unique_ptr<ResultWriter> writer;
-  if (!output_dir.empty()) writer = std::make_unique<ResultWriter>(model, output_dir + "/" + name);
+  if (!output_dir.empty()) writer = std::make_unique<ResultWriter>(model, output_dir + "/" + name, &simulator->coordinates());
   std::unique_ptr<DeviationSink> deviation;
   if (reference) deviation = std::make_unique<DeviationSink>(*reference);
   Tee tee;
@@ -203,7 +203,7 @@ CompareReport compare_formulations(const std::shared_ptr<const Model>& model_ptr
   report.threads = options.threads;
   report.t_end = options.t_end.value_or(model.defaults.t_end.value_or(10.0));
   report.sample_interval = compare_detail::sample_interval(options, report.t_end);
-  const RunOptions run{report.t_end, report.sample_interval, 1, {}};
+  const RunOptions run{report.t_end, report.sample_interval, 1, options.stop};
 
   compare_detail::PositionTrack reference;
   const bool with_reference = model.body_count() <= options.reference_max_bodies;
@@ -211,9 +211,14 @@ CompareReport compare_formulations(const std::shared_ptr<const Model>& model_ptr
   if (with_reference) reference_row = compare_detail::run_row(model_ptr, "reference", options, run, output_dir, nullptr, &reference);
   report.reference_note = reference_note(model, options, with_reference, reference_row, reference);
   const compare_detail::PositionTrack* track = with_reference && !reference.t.empty() ? &reference : nullptr;
+  bool interrupted = reference_row.status == "interrupted";
   for (const std::string& name : names) {
     CompareRow row;
-    if (name != "reference") {
+    if (interrupted && !(name == "reference" && with_reference)) {
+      row.formulation = name;
+      row.status = "skipped";
+      row.message = "the comparison was interrupted";
+    } else if (name != "reference") {
       row = compare_detail::run_row(model_ptr, name, options, run, output_dir, track, nullptr);
     } else if (with_reference) {
       row = reference_row;
@@ -223,8 +228,9 @@ CompareReport compare_formulations(const std::shared_ptr<const Model>& model_ptr
       row.status = "skipped";
       row.message = report.reference_note;
     }
+    interrupted = interrupted || row.status == "interrupted";
     if (progress) progress(row);
-    if (row.status == "ok" || row.status == "failed") report.energy_initial = row.result.energy_initial;
+    if (row.status == "ok" || row.status == "failed" || row.status == "interrupted") report.energy_initial = row.result.energy_initial;
     report.rows.push_back(std::move(row));
   }
   return report;
@@ -238,7 +244,7 @@ std::string compare_csv(const CompareReport& report) {
        "position_deviation_m,energy_drift_J,position_error,velocity_error,acceleration_error,message\n";
   for (const CompareRow& row : report.rows) {
     const SimulationResult& r = row.result;
-    const bool ran = row.status == "ok" || row.status == "failed";
+    const bool ran = row.status == "ok" || row.status == "failed" || row.status == "interrupted";
     auto number = [&](double x) { return ran ? csv_number(x) : std::string(); };
     s << row.formulation << "," << row.status << "," << csv_field(row.settings) << "," << number(r.wall_seconds) << ","
       << number(r.real_time_factor()) << "," << number(r.t_reached) << "," << (ran ? std::to_string(r.stats.steps) : "")

@@ -47,7 +47,7 @@ ScalingRow run_point(const std::shared_ptr<const Model>& chain, const std::strin
   }
   CompareOptions c = o.compare;
   c.threads = threads;
-  const RunOptions run{o.t_end, compare_detail::sample_interval(c, o.t_end), 1, {}};
+  const RunOptions run{o.t_end, compare_detail::sample_interval(c, o.t_end), 1, o.compare.stop};
   const CompareRow r = compare_detail::run_row(chain, name, c, run, {}, name == "reference" ? nullptr : reference, nullptr);
   row.status = r.status;
   row.message = r.message;
@@ -62,7 +62,7 @@ ScalingRow run_point(const std::shared_ptr<const Model>& chain, const std::strin
 compare_detail::PositionTrack reference_track(const std::shared_ptr<const Model>& chain, const ScalingOptions& o) {
   compare_detail::PositionTrack track;
   if (chain->body_count() > o.compare.reference_max_bodies) return track;
-  const RunOptions run{o.t_end, compare_detail::sample_interval(o.compare, o.t_end), 1, {}};
+  const RunOptions run{o.t_end, compare_detail::sample_interval(o.compare, o.t_end), 1, o.compare.stop};
   compare_detail::run_row(chain, "reference", o.compare, run, {}, nullptr, &track);
   return track;
 }
@@ -125,7 +125,9 @@ ScalingReport scaling_study(const ScalingOptions& options, const std::function<v
                                    reference.t.empty() ? nullptr : &reference);
         if (row.t_reached > 0.0) last_run[key] = row;
         if (progress) progress(row);
+        const bool interrupted = row.status == "interrupted";
         report.rows.push_back(std::move(row));
+        if (interrupted) return report;  // what was measured so far
       }
   }
   return report;

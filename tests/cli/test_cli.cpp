@@ -545,3 +545,26 @@ TEST(Cli, JointsCsvIsTheJointCoordinatesOfTheBodyStates) {
   }
   EXPECT_GT(turned, 2.0);  // the crank swings through a good part of a turn
 }
+
+// compare stops cleanly on SIGINT too: the run in progress "interrupted" (its files whole), the
+// rest "skipped", the tables written, exit 130.
+TEST(Cli, CompareStopsCleanlyOnASignal) {
+  const std::string dir = temp("compare_signal");
+  std::filesystem::remove_all(dir);
+  const std::string script = "sh -c '" + std::string(TREEDYN_BINARY) + " compare " + treedyn::test::model_path("four_bar") +
+                             " --t-end 100000 -q -o " + dir + " & pid=$!; i=0; while [ ! -s " + dir +
+                             "/reference/metrics.csv ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
+                             "sleep 0.2; kill -INT $pid; wait $pid; echo exit=$?'";
+  FILE* pipe = popen((script + " 2>&1").c_str(), "r");
+  std::string text;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, pipe)) text += buf;
+  pclose(pipe);
+  EXPECT_NE(text.find("exit=130"), std::string::npos) << text;
+  EXPECT_NE(text.find("compare interrupted by SIGINT"), std::string::npos) << text;
+  const std::string table = read_text(dir + "/compare.csv");
+  EXPECT_NE(table.find("\nreference,interrupted,"), std::string::npos) << table;
+  EXPECT_NE(table.find("\ndca,skipped,"), std::string::npos) << table;
+  EXPECT_NE(read_text(dir + "/reference/summary.json").find("\"status\": \"interrupted\""), std::string::npos);
+  EXPECT_EQ(read_text(dir + "/reference/trajectory.csv").back(), '\n');
+}
