@@ -293,7 +293,12 @@ int simulate(const SimulateArgs& a) {
   if (r.status == "interrupted") r.message += CleanStop::by();
   r.setup_seconds = std::chrono::duration<double>(stepping - a.started).count();
   r.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - a.started).count();
-  writer.finish(r);
+  std::string summary_failure;  // the CSVs or summary.json could not be finished (a full disk)
+  try {
+    writer.finish(r);
+  } catch (const std::exception& e) {
+    summary_failure = e.what();
+  }
   for (const auto& w : r.warnings) std::cerr << "warning: " << w << "\n";
   if (!a.quiet) {
     std::printf("treedyn: %s with %s (%s)\n", model.name.c_str(), r.formulation.c_str(), r.integrator.c_str());
@@ -317,6 +322,10 @@ int simulate(const SimulateArgs& a) {
   else if (!r.ok())
     std::cerr << "treedyn: simulation failed: " << r.message << "\n"
               << "  results up to the failure are in " << out_dir << "\n";
+  if (!summary_failure.empty()) {
+    std::cerr << "treedyn: " << summary_failure << " (the CSVs hold every sample written whole)\n";
+    return CleanStop::exit_code(2);
+  }
   if (a.plot) {  // after a failure too: the results up to it
     try {
       plot(out_dir, a.quiet);

@@ -568,3 +568,26 @@ TEST(Cli, CompareStopsCleanlyOnASignal) {
   EXPECT_NE(read_text(dir + "/reference/summary.json").find("\"status\": \"interrupted\""), std::string::npos);
   EXPECT_EQ(read_text(dir + "/reference/trajectory.csv").back(), '\n');
 }
+
+// A real full disk: a 1 MiB tmpfs, when this test may mount one (root with CAP_SYS_ADMIN), else
+// skipped with the reason. The run fails naming the file and "No space left on device", exit 2;
+// the rows on disk are whole.
+TEST(Cli, AFullDiskStopsTheRunNamingTheFile) {
+  const std::string mount_point = temp("tmpfs");
+  std::filesystem::create_directories(mount_point);
+  if (std::system(("mount -t tmpfs -o size=1m tmpfs " + mount_point + " 2>/dev/null").c_str()) != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN); the file-size-limit test covers the same path";
+  const std::string dir = mount_point + "/run";
+  const auto out = run("simulate " + treedyn::test::model_path("chain128") + " -f dca --integrator rk4 --dt 1e-3 --t-end 1 -q -o " + dir);
+  const std::string trajectory = read_text(dir + "/trajectory.csv"), metrics = read_text(dir + "/metrics.csv");
+  const std::string summary = read_text(dir + "/summary.json");
+  std::system(("umount " + mount_point).c_str());
+  EXPECT_EQ(out.status, 2) << out.text;
+  EXPECT_NE(out.text.find("No space left on device"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("cannot write " + dir + "/"), std::string::npos) << out.text;
+  ASSERT_FALSE(trajectory.empty());
+  EXPECT_EQ(trajectory.back(), '\n');
+  EXPECT_EQ(count_lines(trajectory), count_lines(metrics));
+  // The summary fits beside the cut-back CSVs, or its write failed whole (no partial file).
+  if (!summary.empty()) EXPECT_NE(summary.find("\"status\": \"failed\""), std::string::npos) << summary;
+}
