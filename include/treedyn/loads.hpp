@@ -36,6 +36,15 @@ class AppliedLoads {
   /// loads).
   double nonconservative_power(double t, const SystemState& state) const;
 
+  /// Each force element's coordinate and load, for the outputs, in model order: every
+  /// spring-damper's length [m] and tension [N] (k (L - L0) + c dL/dt: positive pulls its ends
+  /// together), then every rotational spring-damper's angle [rad] and torque [N m] on its joint
+  /// coordinate (-k (theta - theta0) - c dtheta/dt), then every actuator's coordinate and effort.
+  struct ElementLoad {
+    double coordinate = 0.0, load = 0.0;
+  };
+  void element_loads(double t, const SystemState& state, std::vector<ElementLoad>& out) const;
+
   /// Rotational springs and actuators measure angles continuously through many turns by
   /// unwrapping against the last state given here (call after each accepted step).
   void update_angle_references(const SystemState& state);
@@ -51,6 +60,14 @@ class AppliedLoads {
     double length, rate;
   };
   SpringKinematics spring_kinematics(const SpringDamper& s, const SystemState& state) const;
+  /// The force laws (docs/model-format.md): a spring-damper's tension k (L - L0) + c dL/dt, and a
+  /// rotational spring-damper's torque -k (theta - theta0) - c dtheta/dt on its coordinate.
+  static double tension(const SpringDamper& s, const SpringKinematics& k) {
+    return s.stiffness * (k.length - s.free_length) + s.damping * k.rate;
+  }
+  static double torque(const RotationalSpringDamper& s, const CoordinateMeasure& c) {
+    return -s.stiffness * (c.value - s.free_angle) - s.damping * c.rate;
+  }
   CoordinateMeasure coordinate(int joint, int coordinate, const SystemState& state, std::size_t slot) const;
   /// Adds a generalised joint force along a measured coordinate to both bodies of the joint.
   void add_joint_load(int joint, const CoordinateMeasure& m, double generalized_force, const SystemState& state,

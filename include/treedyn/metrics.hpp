@@ -24,6 +24,7 @@ struct MetricsSample {
   double energy_drift = 0.0;
   ConstraintErrors max;                // largest over joints and drivers
   std::vector<ConstraintErrors> joints;  // per joint, then per driver
+  std::vector<AppliedLoads::ElementLoad> elements;  // per force element (AppliedLoads::element_loads)
 };
 
 double kinetic_energy(const Model& model, const SystemState& state);

@@ -4,7 +4,8 @@
 //   metrics.csv     t; energies and work; largest constraint errors at three levels; solver
 //                   counters; per joint/driver: errors at three levels; per joint: reaction
 //                   force and torque on the child at its joint frame (when the formulation
-//                   computes them); per driver: its effort
+//                   computes them); per driver: its effort; per force element: its length or
+//                   angle and its force or torque
 //   joints.csv      t; every joint coordinate, then every rate, in each joint's own sense
 //                   (CoordinateMap: crank angle, slider travel), when a map is given
 //   summary.json    what run_simulation returned, the model's name, and what was written

@@ -71,7 +71,7 @@ void AppliedLoads::evaluate(double t, const SystemState& state, std::vector<Vec6
     const SpringKinematics k = spring_kinematics(s, state);
     Vec3 f_on_a;  // pulls a towards b when stretched
     if (k.length > 1e-12) {
-      f_on_a = (s.stiffness * (k.length - s.free_length) + s.damping * k.rate) * k.e;
+      f_on_a = tension(s, k) * k.e;
     } else {  // coincident points: direction undefined, use the linear spring-damper law
       f_on_a = s.stiffness * (k.xb - k.xa) +
                s.damping * (point_velocity(state, s.body_b, k.xb) - point_velocity(state, s.body_a, k.xa));
@@ -82,7 +82,7 @@ void AppliedLoads::evaluate(double t, const SystemState& state, std::vector<Vec6
   for (std::size_t i = 0; i < m.rotational_springs.size(); ++i) {
     const RotationalSpringDamper& s = m.rotational_springs[i];
     const CoordinateMeasure c = coordinate(s.joint, s.coordinate, state, i);
-    add_joint_load(s.joint, c, -s.stiffness * (c.value - s.free_angle) - s.damping * c.rate, state, wrenches);
+    add_joint_load(s.joint, c, torque(s, c), state, wrenches);
   }
   for (const BodyForce& f : m.body_forces) {
     const BodyState& b = state_of(state, f.body);
@@ -100,6 +100,25 @@ void AppliedLoads::evaluate(double t, const SystemState& state, std::vector<Vec6
     add_joint_load(a.joint, coordinate(a.joint, a.coordinate, state, slot0 + i), a.function.value(t), state, wrenches);
   }
   if (external_ && external_->active()) external_->add_to(t, state, wrenches);
+}
+
+void AppliedLoads::element_loads(double t, const SystemState& state, std::vector<ElementLoad>& out) const {
+  const Model& m = *model_;
+  out.clear();
+  for (const SpringDamper& s : m.springs) {
+    const SpringKinematics k = spring_kinematics(s, state);
+    out.push_back({k.length, tension(s, k)});
+  }
+  for (std::size_t i = 0; i < m.rotational_springs.size(); ++i) {
+    const RotationalSpringDamper& s = m.rotational_springs[i];
+    const CoordinateMeasure c = coordinate(s.joint, s.coordinate, state, i);
+    out.push_back({c.value, torque(s, c)});
+  }
+  const std::size_t slot0 = m.rotational_springs.size();
+  for (std::size_t i = 0; i < m.actuators.size(); ++i) {
+    const JointActuator& a = m.actuators[i];
+    out.push_back({coordinate(a.joint, a.coordinate, state, slot0 + i).value, a.function.value(t)});
+  }
 }
 
 double AppliedLoads::potential_energy(const SystemState& state) const {

@@ -68,6 +68,7 @@ MetricsSample Metrics::evaluate(const Snapshot& s) {
   }
   t_prev_ = s.t;
   power_prev_ = p;
+  loads_.element_loads(s.t, s.bodies, out.elements);  // before the references move: the angles the potential used
   loads_.update_angle_references(s.bodies);
   out.work_nonconservative = work_;
   out.energy_drift = out.total - energy0_ - work_;

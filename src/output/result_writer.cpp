@@ -60,13 +60,14 @@ void header(std::FILE* f, const std::string& name, const std::string& unit) {
   std::fprintf(f, ",%s", column(name, unit).c_str());
 }
 
-/// The unit of a driver's effort: a torque on a rotation, a force on a translation.
-std::string effort_unit(const Model& m, const Driver& d) {
-  const auto coordinates = joint_coordinates(m.joints[static_cast<std::size_t>(d.joint)].type);
-  const bool rotation = d.coordinate < static_cast<int>(coordinates.size()) &&
-                        coordinates[static_cast<std::size_t>(d.coordinate)].kind == JointCoordinate::Kind::Rotation;
-  return rotation ? "N m" : "N";
+bool coordinate_is_rotation(const Model& m, int joint, int coordinate) {
+  const auto coordinates = joint_coordinates(m.joints[static_cast<std::size_t>(joint)].type);
+  return coordinate < static_cast<int>(coordinates.size()) &&
+         coordinates[static_cast<std::size_t>(coordinate)].kind == JointCoordinate::Kind::Rotation;
 }
+
+/// The unit of a driver's effort: a torque on a rotation, a force on a translation.
+std::string effort_unit(const Model& m, const Driver& d) { return coordinate_is_rotation(m, d.joint, d.coordinate) ? "N m" : "N"; }
 
 }  // namespace
 
@@ -103,7 +104,8 @@ void ResultWriter::set_write_every(int k) {
 
 double ResultWriter::bytes_per_sample() const {
   const double n = static_cast<double>(model_.bodies.size()), joints = static_cast<double>(model_.joints.size());
-  const double numbers = 13 * n + 12 + 9 * joints + 6 * joints + (coordinates_ ? coordinates_->nq() + coordinates_->nv() : 0);
+  const double elements = static_cast<double>(model_.springs.size() + model_.rotational_springs.size() + model_.actuators.size());
+  const double numbers = 13 * n + 12 + 9 * joints + 6 * joints + 2 * elements + (coordinates_ ? coordinates_->nq() + coordinates_->nv() : 0);
   return 20.0 * numbers;  // "%.12g" and a comma: 20 characters at most, about 19 on average
 }
 
@@ -150,6 +152,13 @@ void ResultWriter::write_headers(bool with_reactions, bool with_efforts) {
     }
   if (with_efforts)
     for (const Driver& d : model_.drivers) header(metrics, d.name + ".effort", effort_unit(model_, d));
+  for (const SpringDamper& e : model_.springs) header(metrics, e.name + ".length", "m"), header(metrics, e.name + ".tension", "N");
+  for (const RotationalSpringDamper& e : model_.rotational_springs)
+    header(metrics, e.name + ".angle", "rad"), header(metrics, e.name + ".torque", "N m");
+  for (const JointActuator& e : model_.actuators) {
+    const bool rotation = coordinate_is_rotation(model_, e.joint, e.coordinate);
+    header(metrics, e.name + ".coordinate", rotation ? "rad" : "m"), header(metrics, e.name + ".effort", rotation ? "N m" : "N");
+  }
   std::fprintf(metrics, "\n");
   if (coordinates_) {
     std::FILE* joints = csv_[2].file;
@@ -206,6 +215,7 @@ void ResultWriter::write_row(const Snapshot& s, const MetricsSample& m, const So
     }
   if (with_efforts_)
     for (double e : s.driver_efforts) put(metrics, e);
+  for (const AppliedLoads::ElementLoad& e : m.elements) put(metrics, e.coordinate), put(metrics, e.load);
   std::fprintf(metrics, "\n");
   if (coordinates_) {
     std::FILE* joints = csv_[2].file;

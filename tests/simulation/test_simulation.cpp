@@ -2,9 +2,11 @@
 // the samples written so far kept; metrics are those of the common code.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "support.hpp"
 #include "treedyn/formulations.hpp"
@@ -130,4 +132,83 @@ TEST(Metrics, ConstraintErrorsAreZeroOnTheManifoldAndGrowOffIt) {
   EXPECT_NEAR(metrics.constraint_errors(0.0, s)[1].position, 0.001, 1e-15);
   s[1].a = Vec3(0, 1, 0);  // B accelerating away from A
   EXPECT_NEAR(metrics.constraint_errors(0.0, s)[1].acceleration, 1.0, 1e-15);
+}
+
+namespace {
+
+/// metrics.csv and trajectory.csv as rows of numbers, with the metrics header's cells.
+std::vector<std::vector<double>> csv_rows(const std::string& path, std::vector<std::string>* header = nullptr) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  if (header) {
+    std::istringstream cells(line);
+    for (std::string c; std::getline(cells, c, ',');) header->push_back(c);
+  }
+  std::vector<std::vector<double>> rows;
+  while (std::getline(in, line)) {
+    rows.emplace_back();
+    std::istringstream values(line);
+    for (std::string v; std::getline(values, v, ',');) rows.back().push_back(std::stod(v));
+  }
+  return rows;
+}
+
+}  // namespace
+
+// metrics.csv reports each force element: a spring-damper's length and tension, a rotational
+// spring-damper's angle and torque, an actuator's coordinate and effort, checked against the
+// force laws evaluated here on the body states trajectory.csv holds (a slider on x pulled by a
+// spring from the origin; a pendulum on a torsion spring with a sine motor).
+TEST(Simulation, MetricsReportEachForceElementByItsLaw) {
+  const Model m = parse_model_json(R"({
+    "name": "elements", "gravity": [0, -9.81, 0],
+    "bodies": [
+      {"name": "slider", "mass": 2, "inertia": [1, 1, 1], "position": [1.5, 0, 0]},
+      {"name": "arm", "mass": 1, "inertia": [0.1, 0.1, 0.1], "position": [0, -0.5, 1]}],
+    "joints": [
+      {"name": "slide", "type": "prismatic", "parent": "ground", "child": "slider", "location": [1.5, 0, 0], "axis": [1, 0, 0]},
+      {"name": "pin", "type": "revolute", "parent": "ground", "child": "arm", "location": [0, 0, 1], "axis": [0, 0, 1]}],
+    "forces": [
+      {"type": "spring_damper", "name": "spring", "body_a": "ground", "point_a": [0, 0, 0], "body_b": "slider",
+       "point_b": [1.5, 0, 0], "stiffness": 40, "damping": 0.5, "free_length": 1},
+      {"type": "rotational_spring_damper", "name": "torsion", "joint": "pin", "stiffness": 5, "damping": 0.1, "free_angle": 0.2},
+      {"type": "joint_actuator", "name": "motor", "joint": "pin", "function": {"type": "sine", "amplitude": 0.5, "omega": 6.28}}]
+  })");
+  const std::string dir = ::testing::TempDir() + "/treedyn_elements";
+  FormulationSettings s;
+  s.integrator = "rk4";
+  s.dt = 1e-3;
+  Simulator sim(share(m), "dca", s);
+  ResultWriter writer(m, dir, &sim.coordinates());
+  RunOptions run;
+  run.t_end = 2.0;
+  run.dt = 0.01;
+  writer.finish(run_simulation(sim, run, &writer));
+  std::vector<std::string> header;
+  const auto metrics = csv_rows(dir + "/metrics.csv", &header);
+  const auto trajectory = csv_rows(dir + "/trajectory.csv");
+  const auto joints = csv_rows(dir + "/joints.csv");
+  auto col = [&](const std::string& name) {
+    const auto it = std::find(header.begin(), header.end(), name);
+    EXPECT_NE(it, header.end()) << name;
+    return static_cast<std::size_t>(it - header.begin());
+  };
+  const std::size_t length = col("spring.length [m]"), tension = col("spring.tension [N]"), angle = col("torsion.angle [rad]"),
+                    torque = col("torsion.torque [N m]"), coordinate = col("motor.coordinate [rad]"), effort = col("motor.effort [N m]");
+  ASSERT_EQ(metrics.size(), trajectory.size());
+  double stretched = 0.0;
+  for (std::size_t k = 0; k < metrics.size(); ++k) {
+    const double t = trajectory[k][0], x = trajectory[k][1], vx = trajectory[k][8];  // slider.x, slider.vx
+    const double theta = joints[k][2], omega = joints[k][4];                          // pin's angle and rate (after slide.d)
+    // 12 significant digits on disk: tolerances of a few parts in 1e10 of the values compared.
+    EXPECT_NEAR(metrics[k][length], x, 1e-10) << "t = " << t;
+    EXPECT_NEAR(metrics[k][tension], 40 * (x - 1) + 0.5 * vx, 1e-8) << "t = " << t;
+    EXPECT_NEAR(metrics[k][angle], theta, 1e-10) << "t = " << t;
+    EXPECT_NEAR(metrics[k][torque], -5 * (theta - 0.2) - 0.1 * omega, 1e-9) << "t = " << t;
+    EXPECT_NEAR(metrics[k][coordinate], theta, 1e-10) << "t = " << t;
+    EXPECT_NEAR(metrics[k][effort], 0.5 * std::sin(6.28 * t), 1e-10) << "t = " << t;
+    stretched = std::max(stretched, std::abs(metrics[k][tension]));
+  }
+  EXPECT_GT(stretched, 10.0);  // the spring works: 0.5 m of stretch at 40 N/m
 }
