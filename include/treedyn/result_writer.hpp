@@ -7,7 +7,8 @@
 //                   computes them); per driver: its effort; per force element: its length or
 //                   angle and its force or torque
 //   joints.csv      t; every joint coordinate, then every rate, in each joint's own sense
-//                   (CoordinateMap: crank angle, slider travel), when a map is given
+//                   (CoordinateMap: crank angle, slider travel), then each joint's reaction on its
+//                   child in the axes of its child frame (when computed); when a map is given
 //   summary.json    what run_simulation returned, the model's name, and what was written
 #pragma once
 

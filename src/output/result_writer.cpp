@@ -167,6 +167,11 @@ void ResultWriter::write_headers(bool with_reactions, bool with_efforts) {
       header(joints, "q:" + coordinates_->q_names()[static_cast<std::size_t>(i)], coordinates_->q_units()[static_cast<std::size_t>(i)]);
     for (int i = 0; i < coordinates_->nv(); ++i)
       header(joints, "qd:" + coordinates_->qd_names()[static_cast<std::size_t>(i)], coordinates_->qd_units()[static_cast<std::size_t>(i)]);
+    if (with_reactions)  // in the axes of each joint's frame on its child
+      for (const Joint& j : model_.joints) {
+        for (const char* c : {"fx", "fy", "fz"}) header(joints, "reaction:" + j.name + "." + c, "N");
+        for (const char* c : {"tx", "ty", "tz"}) header(joints, "reaction:" + j.name + "." + c, "N m");
+      }
     std::fprintf(joints, "\n");
   }
   with_reactions_ = with_reactions;
@@ -222,6 +227,13 @@ void ResultWriter::write_row(const Snapshot& s, const MetricsSample& m, const So
     std::fprintf(joints, "%.12g", s.t);
     for (int i = 0; i < q_.size(); ++i) put(joints, q_(i));
     for (int i = 0; i < qd_.size(); ++i) put(joints, qd_(i));
+    if (with_reactions_)
+      for (std::size_t j = 0; j < model_.joints.size(); ++j) {
+        const Joint& joint = model_.joints[j];
+        const Mat3 axes = state_of(s.bodies, joint.child).q.toRotationMatrix() * joint.child_frame.rotation;  // joint frame -> world
+        put(joints, Vec3(axes.transpose() * s.reactions[j].force));
+        put(joints, Vec3(axes.transpose() * s.reactions[j].torque));
+      }
     std::fprintf(joints, "\n");
   }
   check_rows();

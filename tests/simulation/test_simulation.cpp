@@ -211,4 +211,24 @@ TEST(Simulation, MetricsReportEachForceElementByItsLaw) {
     stretched = std::max(stretched, std::abs(metrics[k][tension]));
   }
   EXPECT_GT(stretched, 10.0);  // the spring works: 0.5 m of stretch at 40 N/m
+
+  // joints.csv's reactions are metrics.csv's, turned into each joint's frame on its child: the
+  // same length, and nothing along a free direction (the slide's axis, the pin's axis: the spring,
+  // torsion and motor act there, and they are applied loads, not reactions).
+  std::vector<std::string> jh;
+  csv_rows(dir + "/joints.csv", &jh);
+  const auto at = std::find(jh.begin(), jh.end(), "reaction:slide.fx [N]") - jh.begin();
+  ASSERT_LT(static_cast<std::size_t>(at), jh.size());
+  EXPECT_EQ(jh[static_cast<std::size_t>(at) + 11], "reaction:pin.tz [N m]");
+  const std::size_t world = col("slide.fx [N]");
+  for (std::size_t k = 0; k < metrics.size(); ++k) {
+    const std::size_t a = static_cast<std::size_t>(at);
+    for (std::size_t part : {0u, 3u, 6u, 9u}) {  // slide force, slide torque, pin force, pin torque
+      const Vec3 local(joints[k][a + part], joints[k][a + part + 1], joints[k][a + part + 2]);
+      const Vec3 global(metrics[k][world + part], metrics[k][world + part + 1], metrics[k][world + part + 2]);
+      EXPECT_NEAR(local.norm(), global.norm(), 1e-9 * (1 + global.norm())) << "t = " << joints[k][0];
+    }
+    EXPECT_NEAR(joints[k][a + 2], 0.0, 1e-9) << "the slide's axis, t = " << joints[k][0];
+    EXPECT_NEAR(joints[k][a + 11], 0.0, 1e-9) << "the pin's axis, t = " << joints[k][0];
+  }
 }
