@@ -177,6 +177,7 @@ void ResultWriter::write_headers(bool with_reactions, bool with_efforts) {
   with_reactions_ = with_reactions;
   with_efforts_ = with_efforts;
   headers_written_ = true;
+  check_rows();  // the headers stay, whatever happens to the rows
 }
 
 void ResultWriter::write(const Snapshot& s, const MetricsSample& m, const SolverStats& stats) {
