@@ -23,14 +23,23 @@
 
 namespace treedyn {
 
+/// Csv: text, one row per line, a header line of "name [unit]" cells. Npy: NumPy's binary .npy
+/// (float64 matrices, one row per sample; numpy.load reads them, gnuplot too), the column names in
+/// columns.json; about 2.5 times smaller and exact.
+enum class OutputFormat { Csv, Npy };
+
+/// Bytes of a .npy file's header as ResultWriter writes it (fixed, so that it is rewritten in place).
+inline constexpr std::size_t kNpyHeaderBytes = 128;
+
 class ResultWriter : public SampleSink {
  public:
   /// Creates `directory` if needed and removes what an earlier run wrote there (its CSVs,
   /// summary.json, plots.gp and the plots it names), so that no stale file sits beside the new
   /// run's; throws std::runtime_error if files cannot be opened. Refers to `model` and to
   /// `coordinates` (optional: joints.csv is written only with one), which must outlive the writer.
-  ResultWriter(const Model& model, const std::string& directory, const CoordinateMap* coordinates = nullptr);
-  ResultWriter(const Model&&, const std::string&, const CoordinateMap* = nullptr) = delete;  // not a temporary
+  ResultWriter(const Model& model, const std::string& directory, const CoordinateMap* coordinates = nullptr,
+               OutputFormat format = OutputFormat::Csv);
+  ResultWriter(const Model&&, const std::string&, const CoordinateMap* = nullptr, OutputFormat = OutputFormat::Csv) = delete;
   ~ResultWriter() override;
   ResultWriter(const ResultWriter&) = delete;
   ResultWriter& operator=(const ResultWriter&) = delete;
@@ -52,10 +61,12 @@ class ResultWriter : public SampleSink {
   long rows_written() const { return rows_; }
 
  private:
-  struct Csv {
+  struct Output {
     std::string path;
     std::FILE* file = nullptr;
-    long good = 0;  // bytes of whole rows written and flushed
+    long good = 0;                     // bytes of whole rows written and flushed
+    std::vector<std::string> columns;  // "name [unit]"
+    std::vector<double> row;           // the row being written (reused)
   };
   struct Held {
     Snapshot snapshot;
@@ -64,15 +75,17 @@ class ResultWriter : public SampleSink {
   };
   void write_headers(bool with_reactions, bool with_efforts);
   void write_row(const Snapshot& snapshot, const MetricsSample& metrics, const SolverStats& stats);
-  /// Flushes every CSV; on a failure cuts them all back to the last sample written whole and throws.
-  void check_rows();
+  /// Flushes every file (a .npy's header then says `rows`); on a failure cuts them all back to the
+  /// last sample written whole and throws.
+  void check_rows(long rows);
   /// Closes the CSVs; after a failed write, cuts them back to the last sample written whole.
   void close_files();
 
   const Model& model_;
   const CoordinateMap* coordinates_;
   std::string directory_;
-  std::vector<Csv> csv_;  // trajectory, metrics, then joints when a map is given
+  OutputFormat format_;
+  std::vector<Output> out_;  // trajectory, metrics, then joints when a map is given
   bool headers_written_ = false;
   bool with_reactions_ = false, with_efforts_ = false;
   int write_every_ = 1;

@@ -92,6 +92,20 @@ def test_results_are_saved_and_read_back(four_bar, tmp_path):
     assert (again / "trajectory.csv").read_text() == (tmp_path / "trajectory.csv").read_text()
 
 
+def test_binary_results_read_back_equal_to_the_text_ones(models_dir, treedyn_binary, tmp_path):
+    model = str(models_dir / "four_bar.json")
+    for fmt in ("csv", "npy"):
+        subprocess.run([treedyn_binary, "simulate", model, "-f", "dca", "--t-end", "0.3", "-q", "--format", fmt,
+                        "-o", str(tmp_path / fmt)], check=True)
+    text, binary = treedyn.load_result(str(tmp_path / "csv")), treedyn.load_result(str(tmp_path / "npy"))
+    assert binary.summary["output"]["format"] == "npy" and binary.q_names == text.q_names
+    assert binary.body_names == text.body_names and binary.joint_names == text.joint_names
+    for name in ("t", "poses", "twists", "q", "qd", "total_energy", "position_error", "reactions"):
+        # The text holds 12 significant digits; the binary holds the doubles themselves.
+        np.testing.assert_allclose(getattr(binary, name), getattr(text, name), rtol=1e-11, atol=1e-12, err_msg=name)
+    assert (tmp_path / "npy" / "trajectory.npy").stat().st_size < (tmp_path / "csv" / "trajectory.csv").stat().st_size
+
+
 def test_a_failed_run_raises_with_its_time_and_partial_result(double_pendulum):
     with pytest.raises(treedyn.SimulationFailed) as e:
         treedyn.simulate(double_pendulum, "dca", t_end=60.0, dt=0.3, integrator="euler")

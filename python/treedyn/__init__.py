@@ -145,7 +145,8 @@ class Result:
             self._run.save(directory)
         elif self._source is not None:
             os.makedirs(directory, exist_ok=True)
-            for name in ("trajectory.csv", "metrics.csv", "summary.json", "joints.csv"):
+            for name in ("trajectory.csv", "metrics.csv", "joints.csv", "trajectory.npy", "metrics.npy", "joints.npy",
+                         "columns.json", "summary.json"):
                 path = os.path.join(self._source, name)
                 if os.path.exists(path) and os.path.abspath(path) != os.path.abspath(os.path.join(directory, name)):
                     shutil.copyfile(path, os.path.join(directory, name))
@@ -253,20 +254,38 @@ def _read_csv(path: str):
     return header, data
 
 
+def _read_table(directory: str, base: str, required: bool = True):
+    """A result file as (column names, rows): base.csv, or base.npy with its names from
+    columns.json (`treedyn simulate --format npy`). None when absent and not required."""
+    csv_path, npy_path = os.path.join(directory, base + ".csv"), os.path.join(directory, base + ".npy")
+    if os.path.exists(csv_path):
+        return _read_csv(csv_path)
+    if os.path.exists(npy_path):
+        with open(os.path.join(directory, "columns.json")) as f:
+            names = json.load(f)[base + ".npy"]
+        data = np.load(npy_path)
+        if data.ndim != 2 or data.shape[1] != len(names):
+            raise ValueError(f"{npy_path}: {data.shape} does not match the {len(names)} columns columns.json lists")
+        return [_column_name(n) for n in names], data
+    if required:
+        raise FileNotFoundError(f"{directory}: no {base}.csv or {base}.npy")
+    return None
+
+
 def load_result(directory: str) -> Result:
-    """Reads a run's files (trajectory.csv, metrics.csv, summary.json, and joints.csv when
-    present) back as a Result."""
+    """Reads a run's files (trajectory, metrics and, when present, joints as .csv or as .npy with
+    columns.json; summary.json) back as a Result."""
     summary_path = os.path.join(directory, "summary.json")
     with open(summary_path) as f:
         summary = json.load(f)
-    header, traj = _read_csv(os.path.join(directory, "trajectory.csv"))
+    header, traj = _read_table(directory, "trajectory")
     if (len(header) - 1) % 13 != 0:
         raise ValueError(f"{directory}/trajectory.csv: expected 13 columns per body after t, got {len(header) - 1}")
     n = (len(header) - 1) // 13
     bodies = [header[1 + 13 * k][: -len(".x")] for k in range(n)]  # "<body>.x" opens each body's columns
     per_body = traj[:, 1:].reshape(len(traj), n, 13)
     poses, twists = per_body[:, :, :7].copy(), per_body[:, :, 7:].copy()
-    mheader, metrics = _read_csv(os.path.join(directory, "metrics.csv"))
+    mheader, metrics = _read_table(directory, "metrics")
     col = {name: i for i, name in enumerate(mheader)}
 
     def column(name):
@@ -282,9 +301,9 @@ def load_result(directory: str) -> Result:
     q = qd = None
     q_names: List[str] = []
     qd_names: List[str] = []
-    joints_path = os.path.join(directory, "joints.csv")
-    if os.path.exists(joints_path):
-        jheader, jdata = _read_csv(joints_path)
+    joint_table = _read_table(directory, "joints", required=False)
+    if joint_table is not None:
+        jheader, jdata = joint_table
         qi = [i for i, h in enumerate(jheader) if h.startswith("q:")]
         qdi = [i for i, h in enumerate(jheader) if h.startswith("qd:")]
         q, qd = jdata[:, qi].copy(), jdata[:, qdi].copy()

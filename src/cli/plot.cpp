@@ -4,6 +4,7 @@
 #include "treedyn/result_writer.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -24,16 +25,38 @@ namespace fs = std::filesystem;
 /// curve, or the whole plot, empty.
 constexpr const char* kErrorFloor = "1e-18";
 
-/// A CSV file's column names (its first line). Errors name the file with its directory
-/// ("dca/metrics.csv"), which tells a comparison's runs apart.
+/// The columns of a result file, CSV (names in its first line) or .npy (names in columns.json
+/// beside it), and how gnuplot reads it. Errors name the file with its directory ("dca/metrics.csv"),
+/// which tells a comparison's runs apart.
 class Columns {
  public:
-  explicit Columns(const fs::path& file) : file_((file.parent_path().filename() / file.filename()).string()) {
-    std::ifstream in(file);
-    std::string header;
-    if (!in || !std::getline(in, header)) throw std::runtime_error("plot: cannot read " + file.string());
-    std::istringstream names(header);
-    for (std::string name; std::getline(names, name, ',');) names_.push_back(column_name(name));  // "t [s]" -> "t"
+  /// `base`: the file relative to `dir` (where the script runs), without its extension:
+  /// "metrics", "dca/metrics".
+  Columns(const fs::path& dir, const std::string& base) {
+    if (fs::exists(dir / (base + ".csv"))) {
+      file_ = base + ".csv";
+      std::ifstream in(dir / file_);
+      std::string header;
+      if (!in || !std::getline(in, header)) throw std::runtime_error("plot: cannot read " + (dir / file_).string());
+      std::istringstream names(header);
+      for (std::string name; std::getline(names, name, ',');) names_.push_back(column_name(name));  // "t [s]" -> "t"
+      data_ = "'" + file_ + "' skip 1";
+    } else if (fs::exists(dir / (base + ".npy"))) {
+      file_ = base + ".npy";
+      const fs::path listing = (dir / file_).parent_path() / "columns.json";
+      std::ifstream in(listing);
+      const nlohmann::json columns = nlohmann::json::parse(in, nullptr, false);
+      const std::string key = fs::path(file_).filename().string();
+      if (!columns.is_object() || !columns.contains(key) || !columns[key].is_array())
+        throw std::runtime_error("plot: " + listing.string() + " does not list the columns of " + key);
+      for (const auto& name : columns[key]) names_.push_back(column_name(name.get<std::string>()));
+      data_ = "'" + file_ + "' binary skip=" + std::to_string(kNpyHeaderBytes) + " format='%" + std::to_string(names_.size()) +
+              "float64' endian=" + (std::endian::native == std::endian::little ? "little" : "big");
+    } else {
+      throw std::runtime_error("plot: no " + base + ".csv or " + base + ".npy in " + dir.string());
+    }
+    const fs::path shown = fs::path(dir / file_).lexically_normal();
+    shown_ = (shown.parent_path().filename() / shown.filename()).string();
   }
 
   bool has(const std::string& name) const { return std::find(names_.begin(), names_.end(), name) != names_.end(); }
@@ -42,18 +65,21 @@ class Columns {
   int operator[](const std::string& name) const {
     for (std::size_t i = 0; i < names_.size(); ++i)
       if (names_[i] == name) return static_cast<int>(i) + 1;
-    throw std::runtime_error("plot: " + file_ + " has no column '" + name + "'");
+    throw std::runtime_error("plot: " + shown_ + " has no column '" + name + "'");
   }
 
-  /// The body of the last "<body>.x" column (trajectory.csv lists bodies in model order).
+  /// The file as gnuplot reads it: "'metrics.csv' skip 1", or the binary layout of a .npy.
+  const std::string& data() const { return data_; }
+
+  /// The body of the last "<body>.x" column (trajectory files list bodies in model order).
   std::string last_body() const {
     for (auto it = names_.rbegin(); it != names_.rend(); ++it)
       if (it->size() > 2 && it->compare(it->size() - 2, 2, ".x") == 0) return it->substr(0, it->size() - 2);
-    throw std::runtime_error("plot: " + file_ + " has no body position column ('<body>.x')");
+    throw std::runtime_error("plot: " + shown_ + " has no body position column ('<body>.x')");
   }
 
  private:
-  std::string file_;
+  std::string file_, data_, shown_;  // shown_: with the directory's name, "dca/metrics.csv"
   std::vector<std::string> names_;
 };
 
@@ -81,8 +107,8 @@ void open_plot(std::ostream& gp, const std::string& file, const std::string& tit
 }
 
 /// One curve of a CSV file: column y against column 1 (time).
-std::string curve(const std::string& csv, int y, const std::string& title) {
-  return "'" + csv + "' skip 1 using 1:" + std::to_string(y) + " with lines title '" + title + "'";
+std::string curve(const Columns& file, const std::string& column, const std::string& title) {
+  return file.data() + " using 1:" + std::to_string(file[column]) + " with lines title '" + title + "'";
 }
 
 /// Single quotes cannot appear inside a gnuplot single-quoted string; names are printed as they
@@ -108,10 +134,10 @@ void open_script(std::ostream& gp, const std::string& what) {
      << "set grid\nset key outside right\nset xlabel 't [s]'\n";
 }
 
-/// Column `column` of a CSV file as a curve on a log scale: |value|, floored at kErrorFloor.
-std::string log_curve(const std::string& csv, int column, const std::string& title) {
-  const std::string c = std::to_string(column);
-  return "'" + csv + "' skip 1 using 1:(abs($" + c + ") > " + kErrorFloor + " ? abs($" + c + ") : " + kErrorFloor +
+/// Column `column` of a result file as a curve on a log scale: |value|, floored at kErrorFloor.
+std::string log_curve(const Columns& file, const std::string& column, const std::string& title) {
+  const std::string c = std::to_string(file[column]);
+  return file.data() + " using 1:(abs($" + c + ") > " + kErrorFloor + " ? abs($" + c + ") : " + kErrorFloor +
          ") with lines title '" + title + "'";
 }
 
@@ -159,7 +185,7 @@ std::vector<std::string> compared_formulations(const fs::path& dir) {
 std::vector<std::string> write_compare_script(const fs::path& dir) {
   const std::vector<std::string> names = compared_formulations(dir);
   std::vector<Columns> metrics;
-  for (const std::string& name : names) metrics.emplace_back(dir / name / "metrics.csv");
+  for (const std::string& name : names) metrics.emplace_back(dir, name + "/metrics");
   std::string model = quoted_safe(field(summary_of(dir / names.front()), "model"));
   if (model.empty()) model = fs::absolute(dir).filename().string();
   const fs::path file = dir / "plots.gp";
@@ -167,11 +193,11 @@ std::vector<std::string> write_compare_script(const fs::path& dir) {
   open_script(gp, "treedyn compare's runs in this directory");
   std::vector<std::string> files;
   if (fs::exists(dir / "deviation.csv")) {
-    const Columns deviation(dir / "deviation.csv");
+    const Columns deviation(dir, "deviation");
     std::vector<std::string> curves;
     for (const std::string& name : names)
       if (deviation.has(name))  // every formulation but the reference, if it ran
-        curves.push_back(log_curve("deviation.csv", deviation[name], quoted_safe(name)));
+        curves.push_back(log_curve(deviation, name, quoted_safe(name)));
     log_plot(gp, "deviation.svg", model + ": largest body position deviation from reference", "deviation [m]", curves);
     files.push_back("deviation.svg");
   }
@@ -179,7 +205,7 @@ std::vector<std::string> write_compare_script(const fs::path& dir) {
                      const std::string& column) {
     std::vector<std::string> curves;
     for (std::size_t i = 0; i < names.size(); ++i)
-      curves.push_back(log_curve(names[i] + "/metrics.csv", metrics[i][column], quoted_safe(names[i])));
+      curves.push_back(log_curve(metrics[i], column, quoted_safe(names[i])));
     log_plot(gp, out, title, ylabel, curves);
     files.push_back(out);
   };
@@ -197,7 +223,7 @@ std::vector<std::string> write_compare_script(const fs::path& dir) {
 /// filter leaves out.
 std::vector<std::string> write_scaling_script(const fs::path& dir) {
   const fs::path csv = dir / "scaling.csv";
-  const Columns columns(csv);
+  const Columns columns(dir, "scaling");
   const int bodies = columns["bodies"] - 1, threads = columns["threads"] - 1, formulation = columns["formulation"] - 1,
             status = columns["status"] - 1, cost = columns["wall_per_simulated_s"] - 1;
   std::vector<std::pair<std::string, std::string>> blocks;  // (title, "bodies,cost" lines)
@@ -233,8 +259,8 @@ std::vector<std::string> write_scaling_script(const fs::path& dir) {
 
 /// One run's directory.
 std::vector<std::string> write_run_script(const fs::path& dir) {
-  const Columns metrics(dir / "metrics.csv");
-  const Columns trajectory(dir / "trajectory.csv");
+  const Columns metrics(dir, "metrics");
+  const Columns trajectory(dir, "trajectory");
   const std::string title = quoted_safe(run_title(dir));
   const std::string body = trajectory.last_body();
   const std::string body_file = file_safe(body) + ".svg";
@@ -243,23 +269,20 @@ std::vector<std::string> write_run_script(const fs::path& dir) {
   open_script(gp, "the treedyn run in this directory (" + title + ")");
 
   open_plot(gp, "energy.svg", title + ": energy", "energy [J]");
-  plot_curves(gp, {curve("metrics.csv", metrics["kinetic"], "kinetic"),
-                   curve("metrics.csv", metrics["potential"], "potential"),
-                   curve("metrics.csv", metrics["total"], "total")});
+  plot_curves(gp, {curve(metrics, "kinetic", "kinetic"), curve(metrics, "potential", "potential"), curve(metrics, "total", "total")});
 
   open_plot(gp, "energy_drift.svg", title + ": energy drift (change of the total less the work of non-conservative loads)",
             "drift [J]");
-  plot_curves(gp, {curve("metrics.csv", metrics["energy_drift"], "energy drift")});
+  plot_curves(gp, {curve(metrics, "energy_drift", "energy drift")});
 
   std::vector<std::string> levels;
   for (const char* level : {"position", "velocity", "acceleration"})
-    levels.push_back(log_curve("metrics.csv", metrics[std::string(level) + "_error"], level));
+    levels.push_back(log_curve(metrics, std::string(level) + "_error", level));
   log_plot(gp, "constraints.svg", title + ": largest constraint errors (below " + kErrorFloor + " drawn at it)", "error",
            levels);
 
   open_plot(gp, body_file, title + ": centre of mass of " + quoted_safe(body), "position [m]");
-  plot_curves(gp, {curve("trajectory.csv", trajectory[body + ".x"], "x"), curve("trajectory.csv", trajectory[body + ".y"], "y"),
-                   curve("trajectory.csv", trajectory[body + ".z"], "z")});
+  plot_curves(gp, {curve(trajectory, body + ".x", "x"), curve(trajectory, body + ".y", "y"), curve(trajectory, body + ".z", "z")});
   close_file(gp, file);
   return {"energy.svg", "energy_drift.svg", "constraints.svg", body_file};
 }

@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <bit>
 #include <cerrno>
+#include <cstdint>
+#include <limits>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -45,20 +48,32 @@ void remove_earlier_outputs(const fs::path& directory) {
     for (std::string line; std::getline(gp, line);)
       if (std::regex_search(line, m, output)) fs::remove(directory / m[1].str(), ignored);
   }
-  for (const char* name : {"trajectory.csv", "metrics.csv", "joints.csv", "summary.json", "plots.gp"})
+  for (const char* name : {"trajectory.csv", "metrics.csv", "joints.csv", "trajectory.npy", "metrics.npy", "joints.npy",
+                           "columns.json", "summary.json", "plots.gp"})
     fs::remove(directory / name, ignored);
 }
 
-void put(std::FILE* f, double x) { std::fprintf(f, ",%.12g", x); }
-void put(std::FILE* f, const Vec3& v) {
-  for (int k = 0; k < 3; ++k) put(f, v(k));
+void put(std::vector<double>& row, const Vec3& v) { row.insert(row.end(), {v.x(), v.y(), v.z()}); }
+
+/// NumPy's .npy header (format 1.0) for a C-ordered float64 matrix of `rows` x `columns`, padded
+/// to kNpyHeaderBytes so that it can be rewritten in place as rows are added.
+std::string npy_header(long rows, std::size_t columns) {
+  const char* descr = std::endian::native == std::endian::little ? "<f8" : ">f8";
+  std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" + std::to_string(rows) +
+                     ", " + std::to_string(columns) + "), }";
+  dict.resize(kNpyHeaderBytes - 10 - 1, ' ');
+  dict += '\n';
+  const auto length = static_cast<std::uint16_t>(dict.size());
+  std::string header = "\x93NUMPY";
+  header += '\x01';
+  header += '\x00';
+  header += static_cast<char>(length & 0xff);
+  header += static_cast<char>(length >> 8);
+  return header + dict;
 }
 
 nlohmann::json number_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
 
-void header(std::FILE* f, const std::string& name, const std::string& unit) {
-  std::fprintf(f, ",%s", column(name, unit).c_str());
-}
 
 bool coordinate_is_rotation(const Model& m, int joint, int coordinate) {
   const auto coordinates = joint_coordinates(m.joints[static_cast<std::size_t>(joint)].type);
@@ -78,16 +93,19 @@ std::string column_name(const std::string& cell) {
   return open != std::string::npos && !cell.empty() && cell.back() == ']' ? cell.substr(0, open) : cell;
 }
 
-ResultWriter::ResultWriter(const Model& model, const std::string& directory, const CoordinateMap* coordinates)
-    : model_(model), coordinates_(coordinates), directory_(directory) {
+ResultWriter::ResultWriter(const Model& model, const std::string& directory, const CoordinateMap* coordinates,
+                           OutputFormat format)
+    : model_(model), coordinates_(coordinates), directory_(directory), format_(format) {
   std::error_code error;
   fs::create_directories(directory, error);
   if (error) throw std::runtime_error("cannot create the output directory " + directory + ": " + error.message());
   remove_earlier_outputs(directory);
-  for (const char* name : {"trajectory.csv", "metrics.csv", "joints.csv"}) {
-    if (std::string(name) == "joints.csv" && !coordinates) break;
-    csv_.push_back({directory + "/" + name, nullptr, 0});
-    csv_.back().file = open_file(csv_.back().path);
+  const char* extension = format == OutputFormat::Npy ? ".npy" : ".csv";
+  for (const char* name : {"trajectory", "metrics", "joints"}) {
+    if (std::string(name) == "joints" && !coordinates) break;
+    Output& o = out_.emplace_back();
+    o.path = directory + "/" + name + extension;
+    o.file = open_file(o.path);
   }
   if (coordinates) {
     q_.resize(coordinates->nq());
@@ -106,78 +124,99 @@ double ResultWriter::bytes_per_sample() const {
   const double n = static_cast<double>(model_.bodies.size()), joints = static_cast<double>(model_.joints.size());
   const double elements = static_cast<double>(model_.springs.size() + model_.rotational_springs.size() + model_.actuators.size());
   const double numbers = 13 * n + 12 + 9 * joints + 6 * joints + 2 * elements + (coordinates_ ? coordinates_->nq() + coordinates_->nv() : 0);
-  return 20.0 * numbers;  // "%.12g" and a comma: 20 characters at most, about 19 on average
+  return format_ == OutputFormat::Npy ? 8.0 * numbers : 20.0 * numbers;  // "%.12g" and a comma: 20 characters at most
 }
 
 void ResultWriter::close_files() {
   bool complete = true;
-  for (Csv& c : csv_)
-    if (c.file) complete = complete && write_error(c.file) == 0;
+  for (Output& o : out_)
+    if (o.file) complete = complete && write_error(o.file) == 0;
   bool any = false;
-  for (Csv& c : csv_) {
-    if (c.file) std::fclose(c.file), any = true;
-    c.file = nullptr;
+  for (Output& o : out_) {
+    if (o.file) std::fclose(o.file), any = true;
+    o.file = nullptr;
   }
   if (!any || complete) return;
-  // A write failed: every file ends with the last sample written whole, at a line boundary.
+  // A write failed: every file ends with the last sample written whole (a .npy header says so).
   std::error_code ignored;
-  for (const Csv& c : csv_) fs::resize_file(c.path, static_cast<std::uintmax_t>(c.good), ignored);
+  for (const Output& o : out_) {
+    fs::resize_file(o.path, static_cast<std::uintmax_t>(o.good), ignored);
+    if (format_ == OutputFormat::Npy && headers_written_)
+      if (std::FILE* f = std::fopen(o.path.c_str(), "r+b")) {
+        const std::string header = npy_header(rows_, o.columns.size());
+        std::fwrite(header.data(), 1, header.size(), f);
+        std::fclose(f);
+      }
+  }
 }
 
 void ResultWriter::write_headers(bool with_reactions, bool with_efforts) {
-  std::FILE* trajectory = csv_[0].file;
-  std::FILE* metrics = csv_[1].file;
-  std::fprintf(trajectory, "%s", column("t", "s").c_str());
+  auto add = [](Output& o, const std::string& name, const std::string& unit) { o.columns.push_back(column(name, unit)); };
+  Output& trajectory = out_[0];
+  Output& metrics = out_[1];
+  add(trajectory, "t", "s");
   for (const Body& b : model_.bodies) {
-    for (const char* c : {"x", "y", "z"}) header(trajectory, b.name + "." + c, "m");
-    for (const char* c : {"qw", "qx", "qy", "qz"}) header(trajectory, b.name + "." + c, "-");
-    for (const char* c : {"vx", "vy", "vz"}) header(trajectory, b.name + "." + c, "m/s");
-    for (const char* c : {"wx", "wy", "wz"}) header(trajectory, b.name + "." + c, "rad/s");
+    for (const char* c : {"x", "y", "z"}) add(trajectory, b.name + "." + c, "m");
+    for (const char* c : {"qw", "qx", "qy", "qz"}) add(trajectory, b.name + "." + c, "-");
+    for (const char* c : {"vx", "vy", "vz"}) add(trajectory, b.name + "." + c, "m/s");
+    for (const char* c : {"wx", "wy", "wz"}) add(trajectory, b.name + "." + c, "rad/s");
   }
-  std::fprintf(trajectory, "\n");
   // Constraint errors are norms over rows in m (points) and rad (directions).
   const char* levels[3][2] = {{"position_error", "m|rad"}, {"velocity_error", "m/s|rad/s"}, {"acceleration_error", "m/s^2|rad/s^2"}};
-  std::fprintf(metrics, "%s", column("t", "s").c_str());
-  for (const char* c : {"kinetic", "potential", "total", "work_nonconservative", "energy_drift"}) header(metrics, c, "J");
-  for (const auto& level : levels) header(metrics, level[0], level[1]);
-  for (const char* c : {"steps", "rhs_evaluations", "newton_iterations"}) header(metrics, c, "-");
+  add(metrics, "t", "s");
+  for (const char* c : {"kinetic", "potential", "total", "work_nonconservative", "energy_drift"}) add(metrics, c, "J");
+  for (const auto& level : levels) add(metrics, level[0], level[1]);
+  for (const char* c : {"steps", "rhs_evaluations", "newton_iterations"}) add(metrics, c, "-");
   for (const Joint& j : model_.joints)
-    for (const auto& level : levels) header(metrics, j.name + "." + level[0], level[1]);
+    for (const auto& level : levels) add(metrics, j.name + "." + level[0], level[1]);
   for (const Driver& d : model_.drivers)
-    for (const auto& level : levels) header(metrics, d.name + "." + level[0], level[1]);
+    for (const auto& level : levels) add(metrics, d.name + "." + level[0], level[1]);
   if (with_reactions)
     for (const Joint& j : model_.joints) {
-      for (const char* c : {"fx", "fy", "fz"}) header(metrics, j.name + "." + c, "N");
-      for (const char* c : {"tx", "ty", "tz"}) header(metrics, j.name + "." + c, "N m");
+      for (const char* c : {"fx", "fy", "fz"}) add(metrics, j.name + "." + c, "N");
+      for (const char* c : {"tx", "ty", "tz"}) add(metrics, j.name + "." + c, "N m");
     }
   if (with_efforts)
-    for (const Driver& d : model_.drivers) header(metrics, d.name + ".effort", effort_unit(model_, d));
-  for (const SpringDamper& e : model_.springs) header(metrics, e.name + ".length", "m"), header(metrics, e.name + ".tension", "N");
+    for (const Driver& d : model_.drivers) add(metrics, d.name + ".effort", effort_unit(model_, d));
+  for (const SpringDamper& e : model_.springs) add(metrics, e.name + ".length", "m"), add(metrics, e.name + ".tension", "N");
   for (const RotationalSpringDamper& e : model_.rotational_springs)
-    header(metrics, e.name + ".angle", "rad"), header(metrics, e.name + ".torque", "N m");
+    add(metrics, e.name + ".angle", "rad"), add(metrics, e.name + ".torque", "N m");
   for (const JointActuator& e : model_.actuators) {
     const bool rotation = coordinate_is_rotation(model_, e.joint, e.coordinate);
-    header(metrics, e.name + ".coordinate", rotation ? "rad" : "m"), header(metrics, e.name + ".effort", rotation ? "N m" : "N");
+    add(metrics, e.name + ".coordinate", rotation ? "rad" : "m"), add(metrics, e.name + ".effort", rotation ? "N m" : "N");
   }
-  std::fprintf(metrics, "\n");
   if (coordinates_) {
-    std::FILE* joints = csv_[2].file;
-    std::fprintf(joints, "%s", column("t", "s").c_str());
+    Output& joints = out_[2];
+    add(joints, "t", "s");
     for (int i = 0; i < coordinates_->nq(); ++i)
-      header(joints, "q:" + coordinates_->q_names()[static_cast<std::size_t>(i)], coordinates_->q_units()[static_cast<std::size_t>(i)]);
+      add(joints, "q:" + coordinates_->q_names()[static_cast<std::size_t>(i)], coordinates_->q_units()[static_cast<std::size_t>(i)]);
     for (int i = 0; i < coordinates_->nv(); ++i)
-      header(joints, "qd:" + coordinates_->qd_names()[static_cast<std::size_t>(i)], coordinates_->qd_units()[static_cast<std::size_t>(i)]);
+      add(joints, "qd:" + coordinates_->qd_names()[static_cast<std::size_t>(i)], coordinates_->qd_units()[static_cast<std::size_t>(i)]);
     if (with_reactions)  // in the axes of each joint's frame on its child
       for (const Joint& j : model_.joints) {
-        for (const char* c : {"fx", "fy", "fz"}) header(joints, "reaction:" + j.name + "." + c, "N");
-        for (const char* c : {"tx", "ty", "tz"}) header(joints, "reaction:" + j.name + "." + c, "N m");
+        for (const char* c : {"fx", "fy", "fz"}) add(joints, "reaction:" + j.name + "." + c, "N");
+        for (const char* c : {"tx", "ty", "tz"}) add(joints, "reaction:" + j.name + "." + c, "N m");
       }
-    std::fprintf(joints, "\n");
+  }
+  for (Output& o : out_) {
+    if (format_ == OutputFormat::Csv) {
+      for (std::size_t i = 0; i < o.columns.size(); ++i) std::fprintf(o.file, "%s%s", i ? "," : "", o.columns[i].c_str());
+      std::fprintf(o.file, "\n");
+    } else {
+      const std::string header = npy_header(0, o.columns.size());
+      std::fwrite(header.data(), 1, header.size(), o.file);
+    }
+    o.row.reserve(o.columns.size());
+  }
+  if (format_ == OutputFormat::Npy) {  // the columns' names, which a .npy file cannot hold
+    nlohmann::ordered_json names;
+    for (const Output& o : out_) names[fs::path(o.path).filename().string()] = o.columns;
+    write_file_atomically(directory_ + "/columns.json", names.dump(1) + "\n");
   }
   with_reactions_ = with_reactions;
   with_efforts_ = with_efforts;
   headers_written_ = true;
-  check_rows();  // the headers stay, whatever happens to the rows
+  check_rows(0);  // the headers stay, whatever happens to the rows
 }
 
 void ResultWriter::write(const Snapshot& s, const MetricsSample& m, const SolverStats& stats) {
@@ -197,37 +236,28 @@ void ResultWriter::write_row(const Snapshot& s, const MetricsSample& m, const So
   if (!headers_written_)
     write_headers(s.reactions.size() == model_.joints.size() && !model_.joints.empty(),
                   s.driver_efforts.size() == model_.drivers.size() && !model_.drivers.empty());
-  std::FILE* trajectory = csv_[0].file;
-  std::FILE* metrics = csv_[1].file;
-  std::fprintf(trajectory, "%.12g", s.t);
+  std::vector<double>& trajectory = out_[0].row;
+  std::vector<double>& metrics = out_[1].row;
+  trajectory.assign(1, s.t);
   for (const BodyState& b : s.bodies) {
     put(trajectory, b.r);
-    for (double c : {b.q.w(), b.q.x(), b.q.y(), b.q.z()}) put(trajectory, c);
+    trajectory.insert(trajectory.end(), {b.q.w(), b.q.x(), b.q.y(), b.q.z()});
     put(trajectory, b.v);
     put(trajectory, b.w);
   }
-  std::fprintf(trajectory, "\n");
-  std::fprintf(metrics, "%.12g", s.t);
-  for (double x : {m.kinetic, m.potential, m.total, m.work_nonconservative, m.energy_drift, m.max.position, m.max.velocity,
-                   m.max.acceleration})
-    put(metrics, x);
-  std::fprintf(metrics, ",%ld,%ld,%ld", stats.steps, stats.rhs_evaluations, stats.newton_iterations);
-  for (const ConstraintErrors& e : m.joints)
-    for (double x : {e.position, e.velocity, e.acceleration}) put(metrics, x);
+  metrics.assign({s.t, m.kinetic, m.potential, m.total, m.work_nonconservative, m.energy_drift, m.max.position, m.max.velocity,
+                  m.max.acceleration, static_cast<double>(stats.steps), static_cast<double>(stats.rhs_evaluations),
+                  static_cast<double>(stats.newton_iterations)});
+  for (const ConstraintErrors& e : m.joints) metrics.insert(metrics.end(), {e.position, e.velocity, e.acceleration});
   if (with_reactions_)
-    for (const JointReaction& r : s.reactions) {
-      put(metrics, r.force);
-      put(metrics, r.torque);
-    }
-  if (with_efforts_)
-    for (double e : s.driver_efforts) put(metrics, e);
-  for (const AppliedLoads::ElementLoad& e : m.elements) put(metrics, e.coordinate), put(metrics, e.load);
-  std::fprintf(metrics, "\n");
+    for (const JointReaction& r : s.reactions) put(metrics, r.force), put(metrics, r.torque);
+  if (with_efforts_) metrics.insert(metrics.end(), s.driver_efforts.begin(), s.driver_efforts.end());
+  for (const AppliedLoads::ElementLoad& e : m.elements) metrics.insert(metrics.end(), {e.coordinate, e.load});
   if (coordinates_) {
-    std::FILE* joints = csv_[2].file;
-    std::fprintf(joints, "%.12g", s.t);
-    for (int i = 0; i < q_.size(); ++i) put(joints, q_(i));
-    for (int i = 0; i < qd_.size(); ++i) put(joints, qd_(i));
+    std::vector<double>& joints = out_[2].row;
+    joints.assign(1, s.t);
+    joints.insert(joints.end(), q_.data(), q_.data() + q_.size());
+    joints.insert(joints.end(), qd_.data(), qd_.data() + qd_.size());
     if (with_reactions_)
       for (std::size_t j = 0; j < model_.joints.size(); ++j) {
         const Joint& joint = model_.joints[j];
@@ -235,20 +265,39 @@ void ResultWriter::write_row(const Snapshot& s, const MetricsSample& m, const So
         put(joints, Vec3(axes.transpose() * s.reactions[j].force));
         put(joints, Vec3(axes.transpose() * s.reactions[j].torque));
       }
-    std::fprintf(joints, "\n");
   }
-  check_rows();
+  for (Output& o : out_) {
+    if (o.row.size() != o.columns.size())  // a sample unlike the first (reactions that came and went)
+      o.row.resize(o.columns.size(), std::numeric_limits<double>::quiet_NaN());
+    if (format_ == OutputFormat::Csv) {
+      for (std::size_t i = 0; i < o.row.size(); ++i) std::fprintf(o.file, i ? ",%.12g" : "%.12g", o.row[i]);
+      std::fprintf(o.file, "\n");
+    } else {
+      std::fwrite(o.row.data(), sizeof(double), o.row.size(), o.file);
+    }
+  }
+  check_rows(rows_ + 1);
   ++rows_;
 }
 
-void ResultWriter::check_rows() {
-  for (const Csv& c : csv_) {
-    if (const int error = write_error(c.file); error != 0) {
+void ResultWriter::check_rows(long rows) {
+  for (const Output& o : out_) {
+    if (const int error = write_error(o.file); error != 0) {
       close_files();  // and cut every file back to the samples written whole
-      write_failed(c.path, error);
+      write_failed(o.path, error);
     }
   }
-  for (Csv& c : csv_) c.good = std::ftell(c.file);
+  for (Output& o : out_) {
+    o.good = std::ftell(o.file);
+    if (format_ == OutputFormat::Npy) {  // the header counts the rows now on disk
+      const std::string header = npy_header(rows, o.columns.size());
+      if (pwrite(fileno(o.file), header.data(), header.size(), 0) != static_cast<ssize_t>(header.size())) {
+        const int error = errno;
+        close_files();
+        write_failed(o.path, error);
+      }
+    }
+  }
 }
 
 std::string summary_json(const Model& model, const SimulationResult& r) {
@@ -288,11 +337,11 @@ void ResultWriter::finish(const SimulationResult& result) {
   // failed is already "failed" and says so), then the summary whole or not at all.
   std::string late_failure;
   try {
-    if (held_ && csv_.front().file) write_row(held_->snapshot, held_->metrics, held_->stats);
+    if (held_ && out_.front().file) write_row(held_->snapshot, held_->metrics, held_->stats);
     held_.reset();
-    for (const Csv& c : csv_)
-      if (c.file)
-        if (const int error = write_error(c.file); error != 0) write_failed(c.path, error);
+    for (const Output& o : out_)
+      if (o.file)
+        if (const int error = write_error(o.file); error != 0) write_failed(o.path, error);
   } catch (const std::runtime_error& e) {
     late_failure = e.what();
   }
@@ -304,7 +353,10 @@ void ResultWriter::finish(const SimulationResult& result) {
     r.failure_time = r.t_reached;
   }
   auto summary = nlohmann::ordered_json::parse(summary_json(model_, r));
-  summary["output"] = {{"rows", rows_}, {"write_every", write_every_}, {"joint_coordinates", coordinates_ != nullptr}};
+  summary["output"] = {{"rows", rows_},
+                       {"write_every", write_every_},
+                       {"format", format_ == OutputFormat::Npy ? "npy" : "csv"},
+                       {"joint_coordinates", coordinates_ != nullptr}};
   write_file_atomically(directory_ + "/summary.json", summary.dump(2) + "\n");
   if (!late_failure.empty() && result.ok()) throw std::runtime_error(late_failure);
 }

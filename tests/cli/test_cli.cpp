@@ -598,3 +598,37 @@ TEST(Cli, AFullDiskStopsTheRunNamingTheFile) {
   // The summary fits beside the cut-back CSVs, or its write failed whole (no partial file).
   if (!summary.empty()) EXPECT_NE(summary.find("\"status\": \"failed\""), std::string::npos) << summary;
 }
+
+// --format npy: NumPy files whose headers always count the rows on disk (after a failed write
+// too), column names in columns.json, and `treedyn plot` draws them as it draws the CSVs.
+TEST(Cli, NpyResultsPlotLikeCsvAndStayLoadableAfterAFailedWrite) {
+  const std::string csv = temp("fmt_csv"), npy = temp("fmt_npy");
+  const std::string common = "simulate " + treedyn::test::model_path("four_bar") + " -f dca --t-end 1 -q --plot -o ";
+  ASSERT_EQ(run(common + csv).status, 0);
+  ASSERT_EQ(run(common + npy + " --format npy").status, 0);
+  for (const char* svg : {"energy.svg", "energy_drift.svg", "constraints.svg", "C.svg"})
+    EXPECT_EQ(read_text(csv + "/" + svg), read_text(npy + "/" + svg)) << svg;  // the same curves, drawn alike
+  EXPECT_NE(read_text(npy + "/columns.json").find("\"t [s]\""), std::string::npos);
+
+  const std::string cut = temp("fmt_cut");
+  std::filesystem::remove_all(cut);
+  const std::string cmd = "sh -c 'ulimit -f 256; exec " + std::string(TREEDYN_BINARY) + " simulate " +
+                          treedyn::test::model_path("chain128") + " -f dca --integrator rk4 --dt 1e-3 --t-end 1 -q --format npy -o " +
+                          cut + "' 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string text;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, pipe)) text += buf;
+  EXPECT_EQ(WEXITSTATUS(pclose(pipe)), 2) << text;
+  for (const char* name : {"trajectory.npy", "metrics.npy", "joints.npy"}) {
+    const std::string data = read_text(cut + "/" + name);
+    ASSERT_GT(data.size(), 128u) << name;
+    const std::string header = data.substr(0, 128);
+    const auto shape = header.find("'shape': (");
+    ASSERT_NE(shape, std::string::npos) << header;
+    const long rows = std::stol(header.substr(shape + 10));
+    const long columns = std::stol(header.substr(header.find(", ", shape) + 2));
+    EXPECT_GT(rows, 0) << name;
+    EXPECT_EQ(static_cast<long>(data.size()) - 128, rows * columns * 8) << name << ": " << header;
+  }
+}
