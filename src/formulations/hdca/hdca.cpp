@@ -31,6 +31,7 @@ class Hdca final : public OdeFormulation {
     for (const auto& f : model().frictions)
       warnings_.push_back("hdca: Coulomb friction '" + f.name + "' is ignored (not supported by this formulation)");
     v_.setZero(engine_.joints().nv());
+    v_out_.setZero(engine_.joints().nv());
     Eigen::VectorXd y;
     state_of_bodies(initial_state(model()), y, 1e-6);
     start(options.integrator, options.dt, options.rtol, options.atol, std::move(y));
@@ -38,14 +39,17 @@ class Hdca final : public OdeFormulation {
 
   std::string name() const override { return "hdca"; }
 
+  // Outputs use their own velocities (v_out_): v_ belongs to the right-hand side, and
+  // error_weights reads it, so writing it here made the trajectory depend on how often it was
+  // sampled (issue 24).
   void bodies(SystemState& out) override {
-    engine_.velocities(q_of(y_), p_of(y_), v_);
-    reporter_.kinematics(q_of(y_), v_, out);
+    engine_.velocities(q_of(y_), p_of(y_), v_out_);
+    reporter_.kinematics(q_of(y_), v_out_, out);
   }
 
   void snapshot(Snapshot& out) override {
-    engine_.velocities(q_of(y_), p_of(y_), v_);
-    reporter_.evaluate(t_, q_of(y_), v_);
+    engine_.velocities(q_of(y_), p_of(y_), v_out_);
+    reporter_.evaluate(t_, q_of(y_), v_out_);
     out.t = t_;
     out.bodies = reporter_.bodies();
     out.driver_efforts.clear();
@@ -124,7 +128,8 @@ class Hdca final : public OdeFormulation {
   hdca::Engine<Kin> engine_;
   jc::AccelerationSolver reporter_;  // accelerations and reactions at output times
   HdcaOptions::ErrorControl error_control_;
-  Eigen::VectorXd v_;
+  Eigen::VectorXd v_;      // joint velocities of the latest right-hand side (error_weights reads them)
+  Eigen::VectorXd v_out_;  // joint velocities of the state being reported
   Eigen::VectorXd q_, v_restart_;  // scratch of state_of_bodies
 };
 
