@@ -177,7 +177,10 @@ class ArkodeErk final : public SundialsBase {
     double t = 0.0;
     non_finite_.clear();  // a failure reports this call's non-finite values only
     const int flag = ERKStepEvolve(mem_, t_out, y_, &t, mode);
-    if (flag < 0) fail(t, flag, flag_name(ERKStepGetReturnFlagName(flag)));
+    if (flag < 0) {  // the time the solver reached, not the t it may have left unset on failure
+      ERKStepGetCurrentTime(mem_, &t);
+      fail(t, flag, flag_name(ERKStepGetReturnFlagName(flag)));
+    }
     long steps = 0, fails = 0;
     ERKStepGetNumSteps(mem_, &steps);
     ERKStepGetNumErrTestFails(mem_, &fails);
@@ -266,7 +269,10 @@ class Cvode final : public SundialsBase {
   double one_step(double t_out) {
     double t = 0.0;
     const int flag = CVode(mem_, t_out, y_, &t, CV_ONE_STEP);
-    if (flag < 0) fail(t, flag, flag_name(CVodeGetReturnFlagName(flag)));
+    if (flag < 0) {
+      CVodeGetCurrentTime(mem_, &t);
+      fail(t, flag, flag_name(CVodeGetReturnFlagName(flag)));
+    }
     long steps = 0, fails = 0;
     CVodeGetNumSteps(mem_, &steps);
     CVodeGetNumErrTestFails(mem_, &fails);

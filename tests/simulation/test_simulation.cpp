@@ -259,3 +259,33 @@ TEST(Simulation, TheFinalStateDoesNotDependOnTheSampling) {
     }
   }
 }
+
+// Issue 24: a failure of the integrator itself (here: error-test failures on a load that jumps
+// to an enormous oscillation at t = 0.5 s, finite everywhere) reports the time it was reached,
+// not 0.
+TEST(Simulation, AnIntegratorFailureReportsTheTimeItHappened) {
+  ModelBuilder b("jolted");
+  Body body;
+  body.name = "box";
+  body.mass = 1;
+  body.inertia = Mat3::Identity();
+  b.body(body);
+  b.joint(JointSpec::at("float", JointType::Free, "ground", "box", {0, 0, 0}));
+  b.body_force({"jolt", "box", Vec3(1, 0, 0),
+                TimeFunction::callback([](double t) { return t < 0.5 ? 1.0 : 1e200 * std::sin(1e12 * t); }), LoadFrame::Global,
+                std::nullopt});
+  const ModelPtr model = share(b.build());
+  for (const char* integrator : {"dopri5", "bdf"}) {
+    FormulationSettings s;
+    s.integrator = integrator;
+    Simulator sim(model, "dca", s);
+    RunOptions run;
+    run.t_end = 1.0;
+    run.dt = 0.01;
+    const SimulationResult r = run_simulation(sim, run);
+    ASSERT_EQ(r.status, "failed") << integrator;
+    EXPECT_GE(r.failure_time, 0.49) << integrator << ": " << r.message;
+    EXPECT_LT(r.failure_time, 0.6) << integrator << ": " << r.message;
+    EXPECT_EQ(r.message.find("t = 0 s"), std::string::npos) << r.message;
+  }
+}
