@@ -297,13 +297,13 @@ std::string read_text(const std::string& path) {
 }
 
 /// The model file of `name` with its first occurrence of `from` replaced by `to`, written to a
-/// temporary file whose path is returned.
-std::string edited_model(const std::string& name, const std::string& from, const std::string& to) {
+/// temporary file (named after `tag`: tests run in parallel) whose path is returned.
+std::string edited_model(const std::string& tag, const std::string& name, const std::string& from, const std::string& to) {
   std::string text = read_text(treedyn::test::model_path(name));
   const auto at = text.find(from);
   EXPECT_NE(at, std::string::npos) << from;
   text.replace(at, from.size(), to);
-  const std::string path = temp("edited_" + name + ".json");
+  const std::string path = temp("edited_" + tag + "_" + name + ".json");
   std::ofstream(path) << text;
   return path;
 }
@@ -354,7 +354,7 @@ TEST(Cli, AMistypedCommandNamesTheClosestAndVersionAnswers) {
 }
 
 TEST(Cli, ANumberBeyondDoubleNamesFileLineAndColumn) {
-  const std::string path = edited_model("four_bar", "\"mass\": 1,", "\"mass\": 1e999,");
+  const std::string path = edited_model("overflow", "four_bar", "\"mass\": 1,", "\"mass\": 1e999,");
   const auto out = run("simulate " + path + " -q -o " + temp("overflow"));
   EXPECT_EQ(out.status, 1);
   EXPECT_NE(out.text.find(path + ": JSON line 14, column 27: the number 1e999 is beyond the range of a double"), std::string::npos)
@@ -362,7 +362,7 @@ TEST(Cli, ANumberBeyondDoubleNamesFileLineAndColumn) {
 }
 
 TEST(Cli, MassesTooFarApartAreRefusedNamingTheBodies) {
-  const auto out = run("simulate " + edited_model("four_bar", "\"mass\": 1,", "\"mass\": 1e300,") + " -q -o " + temp("heavy"));
+  const auto out = run("simulate " + edited_model("heavy", "four_bar", "\"mass\": 1,", "\"mass\": 1e300,") + " -q -o " + temp("heavy"));
   EXPECT_EQ(out.status, 1);
   EXPECT_NE(out.text.find("body 'A': mass 1e+300 kg is 1e+300 times that of body 'B'"), std::string::npos) << out.text;
 }
