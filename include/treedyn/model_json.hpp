@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "treedyn/model.hpp"
 
@@ -17,6 +18,28 @@ Model parse_model_json(const std::string& text, const std::string& source = "<mo
 
 /// Reads a model file; throws ModelError (also when the file cannot be read).
 Model read_model_file(const std::string& path);
+
+/// A change to one value of a model document before it is read, addressed by path:
+///   "gravity", "name", "simulation.t_end",
+///   "bodies.<body>.<field>", "joints.<joint>.<field>", "forces.<element>.<field>",
+///   "drivers.<driver>.<field>", and deeper fields ("bodies.arm.orientation.angle_deg",
+///   "forces.motor.function.amplitude").
+/// The value is JSON text ("2.5", "[0, 0, 1]", "\"revolute\""); text that is not JSON is taken as
+/// a string (revolute). The model is then validated exactly as the file is, and a problem names
+/// the override.
+struct ModelOverride {
+  std::string path;
+  std::string value;
+};
+
+/// "PATH=VALUE" as an override; throws ModelError naming the text without an '='.
+ModelOverride parse_override(const std::string& text);
+
+/// As above, with `overrides` applied in order to the document before it is read. Throws
+/// ModelError naming the override for an unknown path or item, and naming it beside the
+/// validation problems its value causes.
+Model parse_model_json(const std::string& text, const std::string& source, const std::vector<ModelOverride>& overrides);
+Model read_model_file(const std::string& path, const std::vector<ModelOverride>& overrides);
 
 /// Canonical JSON text of a model. Throws ModelError if the model holds a C++ callback function,
 /// which has no JSON form.

@@ -516,8 +516,22 @@ PYBIND11_MODULE(_treedyn, m) {
         return "<treedyn.Model '" + x.name + "': " + std::to_string(x.body_count()) + " bodies, " +
                std::to_string(x.joint_count()) + " joints>";
       });
-  m.def("load_model", [](const std::string& path) { return std::make_shared<Model>(read_model_file(path)); }, py::arg("path"));
-  m.def("model_from_json", [](const std::string& text) { return std::make_shared<Model>(parse_model_json(text)); }, py::arg("text"));
+  // overrides: (path, JSON text) pairs, as ModelOverride (include/treedyn/model_json.hpp)
+  auto overrides_of = [](const std::vector<std::pair<std::string, std::string>>& pairs) {
+    std::vector<ModelOverride> o;
+    for (const auto& [path, value] : pairs) o.push_back({path, value});
+    return o;
+  };
+  m.def("load_model",
+        [overrides_of](const std::string& path, const std::vector<std::pair<std::string, std::string>>& overrides) {
+          return std::make_shared<Model>(read_model_file(path, overrides_of(overrides)));
+        },
+        py::arg("path"), py::arg("overrides") = std::vector<std::pair<std::string, std::string>>{});
+  m.def("model_from_json",
+        [overrides_of](const std::string& text, const std::vector<std::pair<std::string, std::string>>& overrides) {
+          return std::make_shared<Model>(parse_model_json(text, "<model>", overrides_of(overrides)));
+        },
+        py::arg("text"), py::arg("overrides") = std::vector<std::pair<std::string, std::string>>{});
 
   // ModelBuilder ---------------------------------------------------------------------------------
   py::class_<ModelBuilder>(m, "ModelBuilder", "Builds a model item by item; placements in global coordinates.")

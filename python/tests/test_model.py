@@ -114,3 +114,21 @@ def test_catalogues_of_formulations_and_options():
     options = {o["name"]: o for o in treedyn.options()}
     assert options["alpha"]["formulations"] == ["ali3"]
     assert "rk4" in options["integrator"]["type"]
+
+
+def test_overrides_change_the_model_and_are_validated_like_the_file(models_dir):
+    path = models_dir / "four_bar.json"
+    m = treedyn.load_model(path, {"bodies.A.mass": 2.5, "gravity": [0, 0, -9.81], "joints.joint1.axis": np.array([0, 0, 1])})
+    assert m.bodies[0]["mass"] == 2.5
+    assert list(m.gravity) == [0, 0, -9.81]
+    with pytest.raises(treedyn.ModelError, match=r"no body named 'crank' \(bodies: A, B, C\)"):
+        treedyn.load_model(path, {"bodies.crank.mass": 2})
+    with pytest.raises(treedyn.ModelError, match=r"mass must be positive.*\n.*with the overrides bodies.A.mass=-1"):
+        treedyn.load_model(path, {"bodies.A.mass": -1})
+    with pytest.raises(treedyn.ModelError, match="unknown field 'masss'"):
+        treedyn.load_model(path, {"bodies.A.masss": 1})
+    with pytest.raises(ValueError, match="not a JSON value"):
+        treedyn.load_model(path, {"bodies.A.mass": float("nan")})
+    # The same change through the file and through an override gives the same model.
+    text = path.read_text().replace('"mass": 1,', '"mass": 2.5,', 1)
+    assert treedyn.model_from_json(text, {"gravity": [0, 0, -9.81]}).to_json() == m.to_json()

@@ -33,7 +33,6 @@ from ._treedyn import (  # noqa: F401  (the public names)
     ModelError,
     SimulationFailed,
     Simulator,
-    model_from_json,
 )
 
 __version__ = _treedyn.__version__
@@ -64,13 +63,36 @@ class Interrupted(KeyboardInterrupt):
         self.result = result
 
 
-def load_model(path) -> Model:
-    """Reads a model file (treedyn's JSON). Raises FileNotFoundError for a missing file and
-    ModelError (a ValueError) naming the item for a bad model."""
+def _overrides(overrides) -> List[tuple]:
+    """{path: value} as (path, JSON text) pairs; a value is any JSON-able Python value."""
+    if overrides is None:
+        return []
+    if not isinstance(overrides, dict):
+        raise TypeError(f"overrides: expected a dict of path -> value, got {type(overrides).__name__}")
+    pairs = []
+    for path, value in overrides.items():
+        try:
+            text = json.dumps(value.tolist() if isinstance(value, np.ndarray) else value, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"override {path}: {value!r} is not a JSON value ({e})") from None
+        pairs.append((str(path), text))
+    return pairs
+
+
+def load_model(path, overrides: Optional[Dict[str, Any]] = None) -> Model:
+    """Reads a model file (treedyn's JSON), with `overrides` applied first: {"bodies.crank.mass": 2,
+    "joints.pin.axis": [0, 0, 1], "forces.spring.stiffness": 50, "gravity": [0, 0, -9.81]} (paths
+    as the command line's --set). Raises FileNotFoundError for a missing file and ModelError (a
+    ValueError) naming the item, or the override, for a bad model."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(2, "no such model file", path)
-    return _treedyn.load_model(path)
+    return _treedyn.load_model(path, _overrides(overrides))
+
+
+def model_from_json(text: str, overrides: Optional[Dict[str, Any]] = None) -> Model:
+    """A model from JSON text, with `overrides` applied first (as load_model)."""
+    return _treedyn.model_from_json(text, _overrides(overrides))
 
 
 def formulations() -> List[tuple]:

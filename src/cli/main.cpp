@@ -192,6 +192,7 @@ struct SimulateArgs {
   std::vector<GivenOption> given;      // the formulation options typed, applied through the catalogue
   double max_output_mb = 20;           // decimate the files beyond this (0: write every sample)
   std::string format = "csv";          // csv or npy
+  std::vector<std::string> sets;       // --set PATH=VALUE: model overrides
   bool sample_every_given = false;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
@@ -221,8 +222,16 @@ void print_profile(const SimulationResult& r) {
 }
 
 /// Loads the model and makes its initial state consistent (or explains why it is not).
-Model load_consistent_model(const std::string& path, bool assemble, double tolerance, bool quiet) {
-  Model model = read_model_file(path);
+/// The --set PATH=VALUE options as model overrides.
+std::vector<ModelOverride> overrides_of(const std::vector<std::string>& sets) {
+  std::vector<ModelOverride> o;
+  for (const std::string& text : sets) o.push_back(parse_override(text));
+  return o;
+}
+
+Model load_consistent_model(const std::string& path, const std::vector<std::string>& sets, bool assemble, double tolerance,
+                            bool quiet) {
+  Model model = read_model_file(path, overrides_of(sets));
   const ConsistencyReport report = check_initial_state(model, tolerance);
   if (report.consistent()) return model;
   if (!assemble) {
@@ -249,7 +258,8 @@ void plot(const std::string& dir, bool quiet) {
 }
 
 int simulate(const SimulateArgs& a) {
-  const auto model_ptr = std::make_shared<const Model>(load_consistent_model(a.model_path, a.assemble, a.tolerance, a.quiet));
+  const auto model_ptr =
+      std::make_shared<const Model>(load_consistent_model(a.model_path, a.sets, a.assemble, a.tolerance, a.quiet));
   const Model& model = *model_ptr;
   const std::string formulation = !a.formulation.empty() ? a.formulation : model.defaults.formulation.value_or("reference");
   RunOptions run;
@@ -342,6 +352,7 @@ int simulate(const SimulateArgs& a) {
 /// Options `compare` and `bench scaling` share.
 struct CompareArgs {
   std::vector<std::string> formulations;
+  std::vector<std::string> sets;  // --set PATH=VALUE: model overrides (compare only)
   double dt = NAN, rtol = NAN, alpha = NAN, sample = NAN;
   int reference_max_bodies = 64;
   std::string output;
@@ -383,7 +394,7 @@ void write_text(const std::string& path, const std::string& text) { write_file_a
 
 int compare(const std::string& path, const CompareArgs& a, double t_end, int threads, bool assemble, bool quiet,
             bool plots) {
-  const auto model_ptr = std::make_shared<const Model>(load_consistent_model(path, assemble, 1e-6, quiet));
+  const auto model_ptr = std::make_shared<const Model>(load_consistent_model(path, a.sets, assemble, 1e-6, quiet));
   const Model& model = *model_ptr;
   CompareOptions options = a.options();
   if (!std::isnan(t_end)) options.t_end = t_end;
@@ -449,8 +460,8 @@ int bench_scaling(const CompareArgs& a, ScalingOptions o, const std::string& joi
   return CleanStop::exit_code(0);
 }
 
-int info(const std::string& path) {
-  const Model model = read_model_file(path);
+int info(const std::string& path, const std::vector<std::string>& sets) {
+  const Model model = read_model_file(path, overrides_of(sets));
   const Topology topo(model);
   const AssemblyTree tree(model, topo);
   std::printf("model %s: %s\n", model.name.c_str(), model.description.c_str());
@@ -509,6 +520,8 @@ int main(int argc, char** argv) {
   s->add_option("--sample-every", sim.sample_every, "sample every k-th step (then every sample is written)")
       ->capture_default_str()
       ->check(kPositive);
+  s->add_option("--set", sim.sets, "change one value of the model before it is read, PATH=VALUE (repeatable): bodies.crank.mass=2, joints.pin.axis=[0,0,1], forces.spring.stiffness=50, gravity=[0,0,-9.81]; validated as the file is")
+      ->allow_extra_args(false)->take_all();
   s->add_option("--format", sim.format,
                 "result files: csv (text) or npy (NumPy binary, exact, about 2.5 times smaller; column names in "
                 "columns.json; read by numpy.load, treedyn.load_result and treedyn plot)")
@@ -572,6 +585,8 @@ int main(int argc, char** argv) {
   std::string info_path;
   auto* i = app.add_subcommand("info", "print bodies, joints, mobility, redundancy, loops and the assembly tree");
   i->add_option("model", info_path, "model file (JSON)")->required()->check(CLI::ExistingFile);
+  std::vector<std::string> info_sets;
+  i->add_option("--set", info_sets, "as simulate --set")->allow_extra_args(false)->take_all();
 
   std::string family, joint = "spherical", gen_out;
   int bodies = 0;
@@ -609,6 +624,7 @@ int main(int argc, char** argv) {
   bool cmp_assemble = false, cmp_quiet = false, cmp_plot = false;
   auto* c = app.add_subcommand("compare", "run one model under several formulations and tabulate accuracy, cost and constraint errors side by side");
   c->add_option("model", cmp_path, "model file (JSON)")->required()->check(CLI::ExistingFile);
+  c->add_option("--set", cmp.sets, "as simulate --set")->allow_extra_args(false)->take_all();
   add_compare_options(c, cmp);
   c->add_option("--t-end", cmp_t_end, "end time, s (default: the model's, else 10)")->check(kNonNegative);
   c->add_option("--threads", cmp_threads, threads_help)->capture_default_str()->check(kPositive);
@@ -681,7 +697,7 @@ int main(int argc, char** argv) {
     if (*s) return simulate(sim);
     if (*c) return compare(cmp_path, cmp, cmp_t_end, cmp_threads, cmp_assemble, cmp_quiet, cmp_plot);
     if (*bs) return bench_scaling(sc, sc_options, sc_joint, sc_bodies, sc_quiet, sc_plot);
-    if (*i) return info(info_path);
+    if (*i) return info(info_path, info_sets);
     if (*p) {
       plot(plot_dir, false);
       return 0;

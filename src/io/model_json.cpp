@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <map>
 #include "treedyn/model_json.hpp"
 
 #include <fstream>
@@ -409,12 +410,9 @@ std::string number_overflow(const std::string& text, const std::string& what) {
   return "JSON " + where + "the number " + number + " is beyond the range of a double (about 1.8e308)";
 }
 
-}  // namespace
-
-Model parse_model_json(const std::string& text, const std::string& source) {
-  json root;
+json parse_document(const std::string& text, const std::string& source) {
   try {
-    root = json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
+    return json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
   } catch (const json::parse_error& e) {
     // e.what() reads "[json.exception.parse_error.101] parse error at line L, column C: ..."
     std::string what = e.what();
@@ -423,20 +421,102 @@ Model parse_model_json(const std::string& text, const std::string& source) {
   } catch (const json::out_of_range& e) {
     throw ModelError(source + ": " + number_overflow(text, e.what()));
   }
-  try {
-    return from_json(root);
-  } catch (const ModelError& e) {
-    throw ModelError(source + ": " + e.what());
+}
+
+/// The value a ModelOverride sets: its JSON, or the text as a string when it is not JSON.
+json override_value(const std::string& text) {
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return value.is_discarded() ? json(text) : value;
+}
+
+/// Applies one override to a model document (see ModelOverride).
+void apply_override(json& root, const ModelOverride& o) {
+  const std::string where = "override " + o.path;
+  if (!root.is_object()) throw ModelError(where + ": the model is not a JSON object");
+  static const std::map<std::string, std::string> collections = {
+      {"bodies", "body"}, {"joints", "joint"}, {"forces", "force element"}, {"drivers", "driver"}};
+  const auto dot = o.path.find('.');
+  const std::string head = o.path.substr(0, dot);
+  json* target = &root;
+  std::string rest = dot == std::string::npos ? "" : o.path.substr(dot + 1);
+  if (const auto c = collections.find(head); c != collections.end()) {
+    json& items = root[head];
+    std::string names;
+    json* item = nullptr;
+    std::size_t matched = 0;
+    for (json& candidate : items) {  // the longest name that opens the rest: names may hold dots
+      const std::string name = candidate.value("name", "");
+      names += (names.empty() ? "" : ", ") + name;
+      if (rest.size() > name.size() && rest.compare(0, name.size(), name) == 0 && rest[name.size()] == '.' && name.size() > matched)
+        item = &candidate, matched = name.size();
+    }
+    if (!item) {
+      const std::string wanted = rest.substr(0, rest.find('.'));
+      throw ModelError(where + ": no " + c->second + " named '" + wanted + "' (" + head + ": " + (names.empty() ? "none" : names) +
+                       "), or no field after its name");
+    }
+    target = item;
+    rest = rest.substr(matched + 1);
+  } else {
+    rest = o.path;
+  }
+  if (rest.empty()) throw ModelError(where + ": no field to set");
+  for (std::size_t start = 0;;) {  // down the fields, the last one set
+    const auto next = rest.find('.', start);
+    const std::string key = rest.substr(start, next == std::string::npos ? std::string::npos : next - start);
+    if (key.empty()) throw ModelError(where + ": an empty field name");
+    if (!target->is_object()) throw ModelError(where + ": '" + key + "' is inside a value that is not an object");
+    if (next == std::string::npos) {
+      (*target)[key] = override_value(o.value);
+      return;
+    }
+    if (!target->contains(key)) throw ModelError(where + ": no field '" + key + "' to go into");
+    target = &(*target)[key];
+    start = next + 1;
   }
 }
 
-Model read_model_file(const std::string& path) {
+std::string listed(const std::vector<ModelOverride>& overrides) {
+  std::string s;
+  for (const ModelOverride& o : overrides) s += (s.empty() ? "" : ", ") + o.path + "=" + o.value;
+  return s;
+}
+
+}  // namespace
+
+ModelOverride parse_override(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) throw ModelError("override '" + text + "': expected PATH=VALUE (bodies.crank.mass=2)");
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+Model parse_model_json(const std::string& text, const std::string& source, const std::vector<ModelOverride>& overrides) {
+  json root = parse_document(text, source);
+  for (const ModelOverride& o : overrides) {
+    try {
+      apply_override(root, o);
+    } catch (const ModelError& e) {
+      throw ModelError(source + ": " + e.what());
+    }
+  }
+  try {
+    return from_json(root);
+  } catch (const ModelError& e) {
+    throw ModelError(source + ": " + e.what() + (overrides.empty() ? "" : "\n  (with the overrides " + listed(overrides) + ")"));
+  }
+}
+
+Model parse_model_json(const std::string& text, const std::string& source) { return parse_model_json(text, source, {}); }
+
+Model read_model_file(const std::string& path, const std::vector<ModelOverride>& overrides) {
   std::ifstream in(path);
   if (!in) throw ModelError(path + ": cannot open the model file");
   std::stringstream buffer;
   buffer << in.rdbuf();
-  return parse_model_json(buffer.str(), path);
+  return parse_model_json(buffer.str(), path, overrides);
 }
+
+Model read_model_file(const std::string& path) { return read_model_file(path, {}); }
 
 std::string write_model_json(const Model& model) { return to_json(model).dump(2) + "\n"; }
 

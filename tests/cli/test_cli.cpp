@@ -633,3 +633,25 @@ TEST(Cli, NpyResultsPlotLikeCsvAndStayLoadableAfterAFailedWrite) {
     EXPECT_EQ(static_cast<long>(data.size()) - 128, rows * columns * 8) << name << ": " << header;
   }
 }
+
+// --set PATH=VALUE changes the model before it is read (simulate, compare, info), validated as
+// the file is; the errors name the override.
+TEST(Cli, SetChangesTheModelAndNamesWhatIsWrong) {
+  const std::string model = treedyn::test::model_path("four_bar");
+  const auto info = run("info " + model + " --set bodies.B.mass=3 --set gravity=[0,0,-9.81]");
+  ASSERT_EQ(info.status, 0) << info.text;
+  EXPECT_NE(info.text.find("gravity [0, 0, -9.81]"), std::string::npos) << info.text;
+  EXPECT_NE(info.text.find("B                mass 3 "), std::string::npos) << info.text;
+  // Gravity turned along the joints' axes (z), normal to the mechanism's plane z = 0: it has no
+  // potential there, so the run starts with no energy at all (the file's gravity, along -y, gives
+  // 28.6 J).
+  const std::string dir = temp("set");
+  ASSERT_EQ(run("simulate " + model + " --set gravity=[0,0,-9.81] -f dca --t-end 1 -q -o " + dir).status, 0);
+  EXPECT_NE(read_text(dir + "/summary.json").find("\"energy_initial\": 0.0"), std::string::npos);
+  const auto unknown = run("simulate " + model + " --set bodies.crank.mass=2 -q -o " + dir);
+  EXPECT_EQ(unknown.status, 1);
+  EXPECT_NE(unknown.text.find("override bodies.crank.mass: no body named 'crank' (bodies: A, B, C)"), std::string::npos) << unknown.text;
+  const auto bad = run("compare " + model + " --set bodies.A.mass=-1 -q -o " + dir);
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.text.find("(with the overrides bodies.A.mass=-1)"), std::string::npos) << bad.text;
+}

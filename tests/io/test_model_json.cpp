@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "support.hpp"
@@ -129,4 +130,54 @@ TEST(ModelJson, ACallbackFunctionCannotBeWritten) {
   } catch (const ModelError& e) {
     EXPECT_NE(std::string(e.what()).find("body_force 'push'"), std::string::npos);
   }
+}
+
+// Model overrides (ModelOverride, the CLI's --set, Python's load_model(overrides=)): every kind
+// of path, and the errors that name the override.
+TEST(ModelOverrides, EveryKindOfPathReachesItsValue) {
+  const std::string text = R"({
+    "name": "o", "gravity": [0, -9.81, 0],
+    "bodies": [{"name": "arm.1", "mass": 1, "inertia": [0.1, 0.1, 0.01], "position": [0.5, 0, 0],
+                "orientation": {"axis": [0, 0, 1], "angle_deg": 0}}],
+    "joints": [{"name": "pin", "type": "revolute", "parent": "ground", "child": "arm.1", "location": [0, 0, 0], "axis": [0, 0, 1]}],
+    "forces": [{"type": "rotational_spring_damper", "name": "torsion", "joint": "pin", "stiffness": 5, "damping": 0.1},
+               {"type": "joint_actuator", "name": "motor", "joint": "pin", "function": {"type": "sine", "amplitude": 0.5, "omega": 6.28}}],
+    "simulation": {"t_end": 5, "dt": 0.01}
+  })";
+  const Model m = parse_model_json(text, "o.json",
+                                   {{"gravity", "[0, 0, -9.81]"},
+                                    {"name", "renamed"},  // not JSON: taken as a string
+                                    {"simulation.t_end", "2"},
+                                    {"bodies.arm.1.mass", "3"},  // a name with a dot
+                                    {"bodies.arm.1.orientation.angle_deg", "90"},
+                                    {"joints.pin.axis", "[0, 1, 0]"},
+                                    {"forces.torsion.stiffness", "50"},
+                                    {"forces.motor.function.amplitude", "2"}});
+  EXPECT_EQ(m.gravity, Vec3(0, 0, -9.81));
+  EXPECT_EQ(m.name, "renamed");
+  EXPECT_EQ(*m.defaults.t_end, 2.0);
+  EXPECT_EQ(m.bodies[0].mass, 3.0);
+  EXPECT_NEAR((m.bodies[0].orientation.toRotationMatrix() * Vec3::UnitX() - Vec3::UnitY()).norm(), 0.0, 1e-12);
+  EXPECT_NEAR((m.joints[0].parent_frame.rotation.col(2) - Vec3::UnitY()).norm(), 0.0, 1e-12);  // the joint axis is its frame's z
+  EXPECT_EQ(m.rotational_springs[0].stiffness, 50.0);
+  EXPECT_NEAR(m.actuators[0].function.value(0.25), 2.0 * std::sin(6.28 * 0.25), 1e-12);
+
+  auto refusal = [&](const ModelOverride& o) {
+    try {
+      parse_model_json(text, "o.json", {o});
+    } catch (const ModelError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(refusal({"bodies.crank.mass", "2"}).find("o.json: override bodies.crank.mass: no body named 'crank' (bodies: arm.1)"),
+            std::string::npos);
+  EXPECT_NE(refusal({"forces.spring.stiffness", "2"}).find("no force element named 'spring' (forces: torsion, motor)"), std::string::npos);
+  EXPECT_NE(refusal({"bodies.arm.1.mass", "-2"}).find("mass must be positive and finite (got -2)"), std::string::npos);
+  EXPECT_NE(refusal({"bodies.arm.1.mass", "-2"}).find("(with the overrides bodies.arm.1.mass=-2)"), std::string::npos);
+  EXPECT_NE(refusal({"joints.pin.axle", "[0, 1, 0]"}).find("unknown field 'axle'"), std::string::npos);
+  EXPECT_NE(refusal({"bodies.arm.1.shape.radius", "1"}).find("no field 'shape' to go into"), std::string::npos);
+  EXPECT_NE(refusal({"bodies.arm.1.mass.x", "1"}).find("inside a value that is not an object"), std::string::npos);
+  EXPECT_THROW(parse_override("bodies.arm.mass"), ModelError);
+  EXPECT_EQ(parse_override("gravity=[0,0,-1]").value, "[0,0,-1]");
 }
