@@ -128,15 +128,21 @@ Array vector_array(const Eigen::VectorXd& v) {
   return a;
 }
 
-/// Poses (n x 7: x y z qw qx qy qz, trajectory.csv's order) and twists (n x 6: v, w).
-void poses_twists(const SystemState& s, double* poses, double* twists) {
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const BodyState& b = s[i];
-    double* p = poses + 7 * i;
-    p[0] = b.r.x(), p[1] = b.r.y(), p[2] = b.r.z(), p[3] = b.q.w(), p[4] = b.q.x(), p[5] = b.q.y(), p[6] = b.q.z();
-    double* w = twists + 6 * i;
-    w[0] = b.v.x(), w[1] = b.v.y(), w[2] = b.v.z(), w[3] = b.w.x(), w[4] = b.w.y(), w[5] = b.w.z();
-  }
+/// One body's pose (7 numbers: x y z qw qx qy qz, trajectory.csv's order) and twist (6: v, w),
+/// to and from flat arrays: the one place that knows the layout Python sees.
+void pose_to(const BodyState& b, double* p) {
+  p[0] = b.r.x(), p[1] = b.r.y(), p[2] = b.r.z(), p[3] = b.q.w(), p[4] = b.q.x(), p[5] = b.q.y(), p[6] = b.q.z();
+}
+void twist_to(const BodyState& b, double* w) {
+  w[0] = b.v.x(), w[1] = b.v.y(), w[2] = b.v.z(), w[3] = b.w.x(), w[4] = b.w.y(), w[5] = b.w.z();
+}
+void pose_from(const double* p, BodyState& b) {
+  b.r = Vec3(p[0], p[1], p[2]);
+  b.q = Quat(p[3], p[4], p[5], p[6]);
+}
+void twist_from(const double* w, BodyState& b) {
+  b.v = Vec3(w[0], w[1], w[2]);
+  b.w = Vec3(w[3], w[4], w[5]);
 }
 
 py::dict info_of(const Model& m) {
@@ -213,9 +219,12 @@ struct RecordedRun : SampleSink {
   void write(const Snapshot& s, const MetricsSample& m, const SolverStats& st) override {
     if (samples() == 0) with_reactions = nj > 0 && s.reactions.size() == nj;
     t->push_back(s.t);
-    for (const BodyState& b : s.bodies) {
-      poses->insert(poses->end(), {b.r.x(), b.r.y(), b.r.z(), b.q.w(), b.q.x(), b.q.y(), b.q.z()});
-      twists->insert(twists->end(), {b.v.x(), b.v.y(), b.v.z(), b.w.x(), b.w.y(), b.w.z()});
+    const std::size_t at = poses->size() / 7;  // bodies recorded so far
+    poses->resize(poses->size() + 7 * n), twists->resize(twists->size() + 6 * n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const BodyState& b = s.bodies[i];
+      pose_to(b, poses->data() + 7 * (at + i));
+      twist_to(b, twists->data() + 6 * (at + i));
       accelerations->insert(accelerations->end(), {b.a.x(), b.a.y(), b.a.z(), b.alpha.x(), b.alpha.y(), b.alpha.z()});
     }
     if (with_reactions) {
@@ -242,13 +251,10 @@ struct RecordedRun : SampleSink {
     snap.t = (*t)[s];
     snap.bodies.resize(n);
     for (std::size_t i = 0; i < n; ++i) {
-      const double* p = poses->data() + (s * n + i) * 7;
-      const double* w = twists->data() + (s * n + i) * 6;
       const double* a = accelerations->data() + (s * n + i) * 6;
       BodyState& b = snap.bodies[i];
-      b.r = Vec3(p[0], p[1], p[2]);
-      b.q = Quat(p[3], p[4], p[5], p[6]);
-      b.v = Vec3(w[0], w[1], w[2]), b.w = Vec3(w[3], w[4], w[5]);
+      pose_from(poses->data() + (s * n + i) * 7, b);
+      twist_from(twists->data() + (s * n + i) * 6, b);
       b.a = Vec3(a[0], a[1], a[2]), b.alpha = Vec3(a[3], a[4], a[5]);
     }
     if (with_reactions) {
@@ -420,15 +426,13 @@ LoadFunction python_load_function(py::function fn, int nv, int bodies) {
 
 Array poses_of(const SystemState& s) {
   Array poses({static_cast<py::ssize_t>(s.size()), py::ssize_t{7}});
-  std::vector<double> twists(s.size() * 6);
-  poses_twists(s, poses.mutable_data(), twists.data());
+  for (std::size_t i = 0; i < s.size(); ++i) pose_to(s[i], poses.mutable_data() + 7 * i);
   return poses;
 }
 
 Array twists_of(const SystemState& s) {
   Array twists({static_cast<py::ssize_t>(s.size()), py::ssize_t{6}});
-  std::vector<double> poses(s.size() * 7);
-  poses_twists(s, poses.data(), twists.mutable_data());
+  for (std::size_t i = 0; i < s.size(); ++i) twist_to(s[i], twists.mutable_data() + 6 * i);
   return twists;
 }
 
@@ -438,12 +442,8 @@ SystemState states_of(const Array& poses, const Array& twists, std::size_t n) {
                                 " x 6 numbers, got " + std::to_string(poses.size()) + " and " + std::to_string(twists.size()));
   SystemState s(n);
   for (std::size_t i = 0; i < n; ++i) {
-    const double* p = poses.data() + 7 * i;
-    const double* w = twists.data() + 6 * i;
-    s[i].r = {p[0], p[1], p[2]};
-    s[i].q = Quat(p[3], p[4], p[5], p[6]);
-    s[i].v = {w[0], w[1], w[2]};
-    s[i].w = {w[3], w[4], w[5]};
+    pose_from(poses.data() + 7 * i, s[i]);
+    twist_from(twists.data() + 6 * i, s[i]);
   }
   return s;
 }

@@ -20,14 +20,25 @@ struct Output {
   std::string text;
 };
 
-Output run(const std::string& args) {
-  const std::string cmd = std::string(TREEDYN_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
+/// A shell command line's standard output (redirect stderr in `command` to see it) and exit status.
+Output run_shell(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
   std::string text;
   char buf[4096];
   while (std::fgets(buf, sizeof buf, pipe)) text += buf;
   const int status = pclose(pipe);
   return {WEXITSTATUS(status), text};
+}
+
+/// `treedyn args`: its output and errors, and its exit status.
+Output run(const std::string& args) { return run_shell(std::string(TREEDYN_BINARY) + " " + args + " 2>&1"); }
+
+/// `treedyn args` started in the background and sent SIG`signal` ("INT", "TERM") once `file` has
+/// content (after 30 s at most) and `settle` seconds more: its output, and its exit status.
+Output run_signalled(const std::string& args, const std::string& file, const char* signal, const char* settle) {
+  return run_shell("sh -c '" + std::string(TREEDYN_BINARY) + " " + args + " & pid=$!; i=0; while [ ! -s " + file +
+                   " ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; sleep " + settle + "; kill -" + signal +
+                   " $pid; wait $pid' 2>&1");
 }
 
 std::string temp(const std::string& name) { return ::testing::TempDir() + "/treedyn_cli_" + name; }
@@ -291,15 +302,10 @@ TEST(Cli, RefusesANonPositiveStepInWords) {
 
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 /// The model file of `name` with its first occurrence of `from` replaced by `to`, written to a
 /// temporary file (named after `tag`: tests run in parallel) whose path is returned.
 std::string edited_model(const std::string& tag, const std::string& name, const std::string& from, const std::string& to) {
-  std::string text = read_text(treedyn::test::model_path(name));
+  std::string text = read_file(treedyn::test::model_path(name));
   const auto at = text.find(from);
   EXPECT_NE(at, std::string::npos) << from;
   text.replace(at, from.size(), to);
@@ -382,23 +388,16 @@ TEST(Cli, SignalsEndARunWithItsResultsWhole) {
   for (const char* signal : {"INT", "TERM"}) {
     const std::string dir = temp(std::string("signal_") + signal);
     std::filesystem::remove_all(dir);
-    // A run of minutes, signalled once its first rows are on disk; `exec` makes the shell's pid
-    // the command's, and the trap-free subshell leaves SIGINT deliverable.
-    const std::string script = "sh -c '" + std::string(TREEDYN_BINARY) + " simulate " + treedyn::test::model_path("chain128") +
-                               " -f dca --integrator rk4 --dt 1e-3 --t-end 1000 -q -o " + dir +
-                               " & pid=$!; i=0; while [ ! -s " + dir + "/metrics.csv ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
-                               "sleep 0.3; kill -" + signal + " $pid; wait $pid; echo exit=$?'";
-    FILE* pipe = popen((script + " 2>&1").c_str(), "r");
-    std::string text;
-    char buf[4096];
-    while (std::fgets(buf, sizeof buf, pipe)) text += buf;
-    pclose(pipe);
-    const int expected = 128 + (std::string(signal) == "INT" ? 2 : 15);
-    EXPECT_NE(text.find("exit=" + std::to_string(expected)), std::string::npos) << signal << ": " << text;
+    // A run of minutes, signalled once its first rows are on disk.
+    const Output out = run_signalled("simulate " + treedyn::test::model_path("chain128") +
+                                         " -f dca --integrator rk4 --dt 1e-3 --t-end 1000 -q -o " + dir,
+                                     dir + "/metrics.csv", signal, "0.3");
+    const std::string& text = out.text;
+    EXPECT_EQ(out.status, 128 + (std::string(signal) == "INT" ? 2 : 15)) << signal << ": " << text;
     EXPECT_NE(text.find(std::string("by SIG") + signal), std::string::npos) << text;
-    const std::string summary = read_text(dir + "/summary.json");
+    const std::string summary = read_file(dir + "/summary.json");
     EXPECT_NE(summary.find("\"status\": \"interrupted\""), std::string::npos) << summary;
-    const std::string trajectory = read_text(dir + "/trajectory.csv"), metrics = read_text(dir + "/metrics.csv");
+    const std::string trajectory = read_file(dir + "/trajectory.csv"), metrics = read_file(dir + "/metrics.csv");
     ASSERT_FALSE(trajectory.empty());
     EXPECT_EQ(trajectory.back(), '\n');
     EXPECT_EQ(metrics.back(), '\n');
@@ -408,7 +407,7 @@ TEST(Cli, SignalsEndARunWithItsResultsWhole) {
     const auto at = summary.find("\"rows\": ", summary.find("\"output\""));
     ASSERT_NE(at, std::string::npos);
     EXPECT_EQ(std::stoul(summary.substr(at + 8)) + 1, count_lines(trajectory));
-    EXPECT_EQ(count_lines(trajectory), count_lines(read_text(dir + "/joints.csv")));
+    EXPECT_EQ(count_lines(trajectory), count_lines(read_file(dir + "/joints.csv")));
   }
 }
 
@@ -419,25 +418,21 @@ TEST(Cli, AFailedWriteStopsTheRunNamingTheFileAndKeepsWholeRows) {
   std::filesystem::remove_all(dir);
   const std::string cmd = "sh -c 'ulimit -f 256; exec " + std::string(TREEDYN_BINARY) + " simulate " +
                           treedyn::test::model_path("chain128") + " -f dca --integrator rk4 --dt 1e-3 --t-end 1 -q -o " + dir + "' 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string text;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, pipe)) text += buf;
-  const int status = pclose(pipe);
-  EXPECT_EQ(WEXITSTATUS(status), 2) << text;
+  const auto [status, text] = run_shell(cmd);
+  EXPECT_EQ(status, 2) << text;
   // The first file to pass 128 KiB is named, with the system's error.
   const bool named = text.find("cannot write " + dir + "/trajectory.csv: File too large") != std::string::npos ||
                      text.find("cannot write " + dir + "/joints.csv: File too large") != std::string::npos;
   EXPECT_TRUE(named) << text;
-  const std::string trajectory = read_text(dir + "/trajectory.csv"), metrics = read_text(dir + "/metrics.csv");
-  const std::string joints = read_text(dir + "/joints.csv");
+  const std::string trajectory = read_file(dir + "/trajectory.csv"), metrics = read_file(dir + "/metrics.csv");
+  const std::string joints = read_file(dir + "/joints.csv");
   ASSERT_FALSE(trajectory.empty());
   EXPECT_EQ(trajectory.back(), '\n');
   EXPECT_EQ(joints.back(), '\n');
   EXPECT_GT(count_lines(trajectory), 1u);  // a header and whole rows
   EXPECT_EQ(count_lines(trajectory), count_lines(metrics));
   EXPECT_EQ(count_lines(trajectory), count_lines(joints));
-  const std::string summary = read_text(dir + "/summary.json");
+  const std::string summary = read_file(dir + "/summary.json");
   EXPECT_NE(summary.find("\"status\": \"failed\""), std::string::npos) << summary;
 }
 
@@ -448,7 +443,7 @@ TEST(Cli, BigRunsAreDecimatedToTheirSizeBudget) {
   const std::string common = "simulate " + treedyn::test::model_path("chain128") + " -f dca --integrator rk4 --dt 1e-3 --t-end 0.2 -q ";
   ASSERT_EQ(run(common + "--max-output-mb 0 -o " + all).status, 0);
   ASSERT_EQ(run(common + "--max-output-mb 0.5 -o " + few).status, 0);
-  const std::string every = read_text(all + "/trajectory.csv"), kept = read_text(few + "/trajectory.csv");
+  const std::string every = read_file(all + "/trajectory.csv"), kept = read_file(few + "/trajectory.csv");
   EXPECT_EQ(count_lines(every), 202u);  // header, t = 0 and 200 steps
   EXPECT_LE(kept.size(), 600'000u);     // near the budget (one row over at most: the last)
   EXPECT_GT(count_lines(kept), 3u);
@@ -458,14 +453,14 @@ TEST(Cli, BigRunsAreDecimatedToTheirSizeBudget) {
     return text.substr(text.rfind('\n', end - 1) + 1);
   };
   EXPECT_EQ(last_line(every), last_line(kept));
-  const std::string summary = read_text(few + "/summary.json");
+  const std::string summary = read_file(few + "/summary.json");
   EXPECT_EQ(summary.find("\"write_every\": 1,"), std::string::npos) << summary;
   // The maxima are those of every sample, written or not.
   auto field = [](const std::string& json, const std::string& key) {
     const auto at = json.find("\"" + key + "\": ");
     return json.substr(at, json.find(',', at) - at);
   };
-  EXPECT_EQ(field(summary, "energy_drift_max"), field(read_text(all + "/summary.json"), "energy_drift_max"));
+  EXPECT_EQ(field(summary, "energy_drift_max"), field(read_file(all + "/summary.json"), "energy_drift_max"));
 }
 
 // A new run in a folder removes what an earlier one wrote there (no stale summary or plots), and
@@ -495,11 +490,7 @@ TEST(Cli, ProgressReachesALogEveryFewSeconds) {
   const std::string args = "simulate " + treedyn::test::model_path("chain128") + " -f dca --integrator rk4 --dt 1e-3 --t-end 40 -o " +
                            temp("progress");
   const std::string cmd = std::string("timeout -s INT 10 ") + TREEDYN_BINARY + " " + args + " 2>&1 >/dev/null";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string text;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, pipe)) text += buf;
-  pclose(pipe);
+  const std::string text = run_shell(cmd).text;
   EXPECT_NE(text.find(" s elapsed"), std::string::npos) << text;
   EXPECT_NE(text.find("treedyn: t = "), std::string::npos) << text;
 }
@@ -559,22 +550,16 @@ TEST(Cli, JointsCsvIsTheJointCoordinatesOfTheBodyStates) {
 TEST(Cli, CompareStopsCleanlyOnASignal) {
   const std::string dir = temp("compare_signal");
   std::filesystem::remove_all(dir);
-  const std::string script = "sh -c '" + std::string(TREEDYN_BINARY) + " compare " + treedyn::test::model_path("four_bar") +
-                             " --t-end 100000 -q -o " + dir + " & pid=$!; i=0; while [ ! -s " + dir +
-                             "/reference/metrics.csv ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
-                             "sleep 0.2; kill -INT $pid; wait $pid; echo exit=$?'";
-  FILE* pipe = popen((script + " 2>&1").c_str(), "r");
-  std::string text;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, pipe)) text += buf;
-  pclose(pipe);
-  EXPECT_NE(text.find("exit=130"), std::string::npos) << text;
+  const Output out = run_signalled("compare " + treedyn::test::model_path("four_bar") + " --t-end 100000 -q -o " + dir,
+                                   dir + "/reference/metrics.csv", "INT", "0.2");
+  const std::string& text = out.text;
+  EXPECT_EQ(out.status, 130) << text;
   EXPECT_NE(text.find("compare interrupted by SIGINT"), std::string::npos) << text;
-  const std::string table = read_text(dir + "/compare.csv");
+  const std::string table = read_file(dir + "/compare.csv");
   EXPECT_NE(table.find("\nreference,interrupted,"), std::string::npos) << table;
   EXPECT_NE(table.find("\ndca,skipped,"), std::string::npos) << table;
-  EXPECT_NE(read_text(dir + "/reference/summary.json").find("\"status\": \"interrupted\""), std::string::npos);
-  EXPECT_EQ(read_text(dir + "/reference/trajectory.csv").back(), '\n');
+  EXPECT_NE(read_file(dir + "/reference/summary.json").find("\"status\": \"interrupted\""), std::string::npos);
+  EXPECT_EQ(read_file(dir + "/reference/trajectory.csv").back(), '\n');
 }
 
 // A real full disk: a 1 MiB tmpfs, when this test may mount one (root with CAP_SYS_ADMIN), else
@@ -587,8 +572,8 @@ TEST(Cli, AFullDiskStopsTheRunNamingTheFile) {
     GTEST_SKIP() << "cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN); the file-size-limit test covers the same path";
   const std::string dir = mount_point + "/run";
   const auto out = run("simulate " + treedyn::test::model_path("chain128") + " -f dca --integrator rk4 --dt 1e-3 --t-end 1 -q -o " + dir);
-  const std::string trajectory = read_text(dir + "/trajectory.csv"), metrics = read_text(dir + "/metrics.csv");
-  const std::string summary = read_text(dir + "/summary.json");
+  const std::string trajectory = read_file(dir + "/trajectory.csv"), metrics = read_file(dir + "/metrics.csv");
+  const std::string summary = read_file(dir + "/summary.json");
   std::system(("umount " + mount_point).c_str());
   EXPECT_EQ(out.status, 2) << out.text;
   EXPECT_NE(out.text.find("No space left on device"), std::string::npos) << out.text;
@@ -597,7 +582,9 @@ TEST(Cli, AFullDiskStopsTheRunNamingTheFile) {
   EXPECT_EQ(trajectory.back(), '\n');
   EXPECT_EQ(count_lines(trajectory), count_lines(metrics));
   // The summary fits beside the cut-back CSVs, or its write failed whole (no partial file).
-  if (!summary.empty()) EXPECT_NE(summary.find("\"status\": \"failed\""), std::string::npos) << summary;
+  if (!summary.empty()) {
+    EXPECT_NE(summary.find("\"status\": \"failed\""), std::string::npos) << summary;
+  }
 }
 
 // --format npy: NumPy files whose headers always count the rows on disk (after a failed write
@@ -608,21 +595,18 @@ TEST(Cli, NpyResultsPlotLikeCsvAndStayLoadableAfterAFailedWrite) {
   ASSERT_EQ(run(common + csv).status, 0);
   ASSERT_EQ(run(common + npy + " --format npy").status, 0);
   for (const char* svg : {"energy.svg", "energy_drift.svg", "constraints.svg", "C.svg"})
-    EXPECT_EQ(read_text(csv + "/" + svg), read_text(npy + "/" + svg)) << svg;  // the same curves, drawn alike
-  EXPECT_NE(read_text(npy + "/columns.json").find("\"t [s]\""), std::string::npos);
+    EXPECT_EQ(read_file(csv + "/" + svg), read_file(npy + "/" + svg)) << svg;  // the same curves, drawn alike
+  EXPECT_NE(read_file(npy + "/columns.json").find("\"t [s]\""), std::string::npos);
 
   const std::string cut = temp("fmt_cut");
   std::filesystem::remove_all(cut);
   const std::string cmd = "sh -c 'ulimit -f 256; exec " + std::string(TREEDYN_BINARY) + " simulate " +
                           treedyn::test::model_path("chain128") + " -f dca --integrator rk4 --dt 1e-3 --t-end 1 -q --format npy -o " +
                           cut + "' 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string text;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, pipe)) text += buf;
-  EXPECT_EQ(WEXITSTATUS(pclose(pipe)), 2) << text;
+  const auto [status, text] = run_shell(cmd);
+  EXPECT_EQ(status, 2) << text;
   for (const char* name : {"trajectory.npy", "metrics.npy", "joints.npy"}) {
-    const std::string data = read_text(cut + "/" + name);
+    const std::string data = read_file(cut + "/" + name);
     ASSERT_GT(data.size(), 128u) << name;
     const std::string header = data.substr(0, 128);
     const auto shape = header.find("'shape': (");
@@ -647,7 +631,7 @@ TEST(Cli, SetChangesTheModelAndNamesWhatIsWrong) {
   // 28.6 J).
   const std::string dir = temp("set");
   ASSERT_EQ(run("simulate " + model + " --set gravity=[0,0,-9.81] -f dca --t-end 1 -q -o " + dir).status, 0);
-  EXPECT_NE(read_text(dir + "/summary.json").find("\"energy_initial\": 0.0"), std::string::npos);
+  EXPECT_NE(read_file(dir + "/summary.json").find("\"energy_initial\": 0.0"), std::string::npos);
   const auto unknown = run("simulate " + model + " --set bodies.crank.mass=2 -q -o " + dir);
   EXPECT_EQ(unknown.status, 1);
   EXPECT_NE(unknown.text.find("override bodies.crank.mass: no body named 'crank' (bodies: A, B, C)"), std::string::npos) << unknown.text;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "support.hpp"
@@ -18,18 +19,22 @@ using namespace treedyn;
 
 namespace {
 
-/// A free body pushed by a force that becomes NaN after t = 0.5 s.
-Model exploding_model() {
-  ModelBuilder b("exploding");
+/// A free 1 kg body pushed along x by force(t).
+Model pushed_box(const std::string& name, std::function<double(double)> force) {
+  ModelBuilder b(name);
   Body body;
   body.name = "box";
   body.mass = 1;
   body.inertia = Mat3::Identity();
   b.body(body);
   b.joint(JointSpec::at("float", JointType::Free, "ground", "box", {0, 0, 0}));
-  b.body_force({"push", "box", Vec3(1, 0, 0),
-                TimeFunction::callback([](double t) { return t < 0.5 ? 1.0 : std::nan(""); }), LoadFrame::Global, std::nullopt});
+  b.body_force({"push", "box", Vec3(1, 0, 0), TimeFunction::callback(std::move(force)), LoadFrame::Global, std::nullopt});
   return b.build();
+}
+
+/// A free body pushed by a force that becomes NaN after t = 0.5 s.
+Model exploding_model() {
+  return pushed_box("exploding", [](double t) { return t < 0.5 ? 1.0 : std::nan(""); });
 }
 
 std::size_t lines_in(const std::string& path) {
@@ -264,17 +269,7 @@ TEST(Simulation, TheFinalStateDoesNotDependOnTheSampling) {
 // to an enormous oscillation at t = 0.5 s, finite everywhere) reports the time it was reached,
 // not 0.
 TEST(Simulation, AnIntegratorFailureReportsTheTimeItHappened) {
-  ModelBuilder b("jolted");
-  Body body;
-  body.name = "box";
-  body.mass = 1;
-  body.inertia = Mat3::Identity();
-  b.body(body);
-  b.joint(JointSpec::at("float", JointType::Free, "ground", "box", {0, 0, 0}));
-  b.body_force({"jolt", "box", Vec3(1, 0, 0),
-                TimeFunction::callback([](double t) { return t < 0.5 ? 1.0 : 1e200 * std::sin(1e12 * t); }), LoadFrame::Global,
-                std::nullopt});
-  const ModelPtr model = share(b.build());
+  const ModelPtr model = share(pushed_box("jolted", [](double t) { return t < 0.5 ? 1.0 : 1e200 * std::sin(1e12 * t); }));
   for (const char* integrator : {"dopri5", "bdf"}) {
     FormulationSettings s;
     s.integrator = integrator;
