@@ -2,6 +2,8 @@
 // parallel.hpp, which needs OpenMP).
 #pragma once
 
+#include <vector>
+
 namespace treedyn {
 
 /// How a formulation's passes use threads (FormulationSettings::threading).
@@ -20,5 +22,9 @@ struct Threading {
   /// included; the command-line tool turns it on.
   bool pin = false;
 };
+
+/// The CPUs this process may run on (its affinity mask, as taskset or a container limits it);
+/// empty if the mask cannot be read. (src/parallel/pinning.cpp)
+std::vector<int> allowed_cpus();
 
 }  // namespace treedyn

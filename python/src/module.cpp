@@ -788,7 +788,7 @@ PYBIND11_MODULE(_treedyn, m) {
           if (check.interrupted) PyErr_Clear();  // raised again by the Python side, with the table so far
           py::list rows;
           for (const CompareRow& r : report.rows) {
-            const bool ran = r.status == "ok" || r.status == "failed" || r.status == "interrupted";
+            const bool ran = r.ran();
             auto number = [&](double x) { return ran && std::isfinite(x) ? py::cast(x) : py::none(); };
             rows.append(py::dict(
                 py::arg("formulation") = r.formulation, py::arg("status") = r.status, py::arg("settings") = r.settings,

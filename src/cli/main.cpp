@@ -1,5 +1,4 @@
 // treedyn — command-line tool. Thin: parses, calls the library, prints.
-#include <sched.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -161,11 +160,10 @@ std::string closest_hint(const std::string& word, const std::vector<std::string>
   return best.empty() ? "" : "; did you mean '" + best + "'?";
 }
 
-/// Cores this process may run on (its affinity mask, as taskset or a container limits it).
+/// Cores this process may run on (allowed_cpus), or those online if the mask cannot be read.
 int available_cores() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-  return static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  const std::size_t allowed = allowed_cpus().size();
+  return allowed > 0 ? static_cast<int>(allowed) : static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
 /// A formulation option given on the command line, by the option catalogue's name

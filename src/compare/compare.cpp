@@ -230,7 +230,7 @@ CompareReport compare_formulations(const std::shared_ptr<const Model>& model_ptr
     }
     interrupted = interrupted || row.status == "interrupted";
     if (progress) progress(row);
-    if (row.status == "ok" || row.status == "failed" || row.status == "interrupted") report.energy_initial = row.result.energy_initial;
+    if (row.ran()) report.energy_initial = row.result.energy_initial;
     report.rows.push_back(std::move(row));
   }
   return report;
@@ -244,7 +244,7 @@ std::string compare_csv(const CompareReport& report) {
        "position_deviation_m,energy_drift_J,position_error,velocity_error,acceleration_error,message\n";
   for (const CompareRow& row : report.rows) {
     const SimulationResult& r = row.result;
-    const bool ran = row.status == "ok" || row.status == "failed" || row.status == "interrupted";
+    const bool ran = row.ran();
     auto number = [&](double x) { return ran ? csv_number(x) : std::string(); };
     s << row.formulation << "," << row.status << "," << csv_field(row.settings) << "," << number(r.wall_seconds) << ","
       << number(r.real_time_factor()) << "," << number(r.t_reached) << "," << (ran ? std::to_string(r.stats.steps) : "")

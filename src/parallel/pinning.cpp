@@ -10,16 +10,21 @@
 
 namespace treedyn {
 
+std::vector<int> allowed_cpus() {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return {};
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  return cpus;
+}
+
 void pin_threads(int threads) {
   static std::mutex mutex;
   static int pinned = 1;  // largest team already pinned
   std::lock_guard<std::mutex> lock(mutex);
   if (threads <= pinned || std::getenv("OMP_PROC_BIND") != nullptr) return;
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  const std::vector<int> cpus = allowed_cpus();
   if (cpus.size() < 2) return;
 #pragma omp parallel num_threads(threads)
   {
