@@ -19,6 +19,12 @@ Model parse_model_json(const std::string& text, const std::string& source = "<mo
 /// Reads a model file; throws ModelError (also when the file cannot be read).
 Model read_model_file(const std::string& path);
 
+/// A body's shape from its JSON object text ({"type": "cylinder", "radius": 0.02, ...}, as in a
+/// model file), checked as the file reader checks it; `who` names it in errors (ModelError).
+Shape parse_shape_json(const std::string& text, const std::string& who);
+/// A load's frame by name, "global" or "body"; ModelError naming `who` otherwise.
+LoadFrame load_frame_named(const std::string& name, const std::string& who);
+
 /// A change to one value of a model document before it is read, addressed by path:
 ///   "gravity", "name", "simulation.t_end",
 ///   "bodies.<body>.<field>", "joints.<joint>.<field>", "forces.<element>.<field>",

@@ -552,27 +552,9 @@ PYBIND11_MODULE(_treedyn, m) {
              if (!orientation.is_none()) b.orientation = orientation_of(orientation);
              b.velocity = vec3(velocity, "velocity");
              b.angular_velocity = vec3(angular_velocity, "angular_velocity");
-             if (!shape.is_none()) {
-               const auto s = py::cast<py::dict>(shape);
-               const std::string type = py::cast<std::string>(s["type"]);
-               if (type == "box") {
-                 b.shape.type = Shape::Type::Box;
-                 b.shape.size = vec3(s["size"], "shape size");
-               } else if (type == "sphere") {
-                 b.shape.type = Shape::Type::Sphere;
-                 b.shape.radius = py::cast<double>(s["radius"]);
-               } else if (type == "cylinder") {
-                 b.shape.type = Shape::Type::Cylinder;
-                 b.shape.radius = py::cast<double>(s["radius"]);
-                 b.shape.length = py::cast<double>(s["length"]);
-                 if (s.contains("axis")) {
-                   const std::string axis = py::cast<std::string>(s["axis"]);
-                   b.shape.axis = axis == "x" ? 0 : axis == "y" ? 1 : 2;
-                 }
-               } else {
-                 throw std::invalid_argument("body '" + name + "': shape type '" + type + "' (known: box, sphere, cylinder)");
-               }
-             }
+             if (!shape.is_none())  // read as a model file's shape is, with its checks
+               b.shape = parse_shape_json(py::cast<std::string>(py::module_::import("json").attr("dumps")(shape)),
+                                          "body '" + name + "' shape");
              return builder.body(b);
            },
            py::arg("name"), py::arg("mass"), py::arg("inertia"), py::arg("position") = Eigen::Vector3d::Zero(),
@@ -618,11 +600,11 @@ PYBIND11_MODULE(_treedyn, m) {
            [](ModelBuilder& b, const std::string& name, const std::string& body, const py::object& vector,
               const py::object& function, const std::string& frame, const py::object& point) -> ModelBuilder& {
              BodyForceSpec s;
+             s.frame = load_frame_named(frame, "body_force '" + name + "'");
              s.name = name;
              s.body = body;
              s.vector = vec3(vector, "vector");
              s.function = time_function(function);
-             s.frame = frame == "body" ? LoadFrame::Body : LoadFrame::Global;
              if (!point.is_none()) s.point = PointSpec{vec3(point, "point"), true};
              return b.body_force(s);
            },
@@ -632,11 +614,11 @@ PYBIND11_MODULE(_treedyn, m) {
            [](ModelBuilder& b, const std::string& name, const std::string& body, const py::object& vector,
               const py::object& function, const std::string& frame) -> ModelBuilder& {
              BodyTorqueSpec s;
+             s.frame = load_frame_named(frame, "body_torque '" + name + "'");
              s.name = name;
              s.body = body;
              s.vector = vec3(vector, "vector");
              s.function = time_function(function);
-             s.frame = frame == "body" ? LoadFrame::Body : LoadFrame::Global;
              return b.body_torque(s);
            },
            py::arg("name"), py::arg("body"), py::arg("vector"), py::arg("function") = 1.0, py::arg("frame") = "global",

@@ -98,6 +98,18 @@ def test_builder_takes_shapes_forces_and_functions_of_time():
     assert result.ok
 
 
+def test_builder_checks_shapes_and_frames_as_the_file_reader_does():
+    b = treedyn.ModelBuilder("m")
+    with pytest.raises(treedyn.ModelError, match="body 'a' shape: cylinder axis must be"):
+        b.body("a", mass=1, inertia=1, shape={"type": "cylinder", "radius": 0.1, "length": 1, "axis": "q"})
+    with pytest.raises(treedyn.ModelError, match="body 'a' shape: unknown field 'colour'"):
+        b.body("a", mass=1, inertia=1, shape={"type": "sphere", "radius": 0.1, "colour": "red"})
+    with pytest.raises(treedyn.ModelError, match="body_force 'push': 'frame' must be"):
+        b.body_force("push", "a", vector=[1, 0, 0], frame="bodyy")
+    with pytest.raises(treedyn.ModelError, match="body_torque 'twist': 'frame' must be"):
+        b.body_torque("twist", "a", vector=[1, 0, 0], frame="world")
+
+
 def test_assembled_projects_an_inconsistent_initial_state(four_bar):
     data = json.loads(four_bar.to_json())
     data["bodies"][1]["position"][0] += 0.01  # move the coupler off its pins

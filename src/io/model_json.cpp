@@ -125,6 +125,29 @@ TimeFunction read_function(const json& j, const std::string& who) {
   o.fail("unknown function type '" + type + "' (constant, polynomial, sine)");
 }
 
+Shape read_shape(const json& j, const std::string& who) {
+  Obj s(j, who, {"type", "size", "radius", "length", "axis"});
+  Shape shape;
+  const std::string type = s.string("type");
+  if (type == "box") {
+    shape.type = Shape::Type::Box;
+    shape.size = s.vec3("size");
+  } else if (type == "cylinder") {
+    shape.type = Shape::Type::Cylinder;
+    shape.radius = s.number("radius");
+    shape.length = s.number("length");
+    const std::string axis = s.string_or("axis", "z");
+    if (axis != "x" && axis != "y" && axis != "z") s.fail("cylinder axis must be \"x\", \"y\" or \"z\"");
+    shape.axis = axis[0] - 'x';
+  } else if (type == "sphere") {
+    shape.type = Shape::Type::Sphere;
+    shape.radius = s.number("radius");
+  } else {
+    s.fail("unknown shape type '" + type + "' (box, cylinder, sphere)");
+  }
+  return shape;
+}
+
 Body read_body(const json& j, std::size_t index) {
   const std::string fallback = "bodies[" + std::to_string(index) + "]";
   const std::string who = j.is_object() && j.contains("name") && j["name"].is_string()
@@ -144,26 +167,7 @@ Body read_body(const json& j, std::size_t index) {
   if (o.has("orientation")) b.orientation = read_quaternion(o.at("orientation"), who);
   b.velocity = o.vec3_or("velocity", Vec3::Zero());
   b.angular_velocity = o.vec3_or("angular_velocity", Vec3::Zero());
-  if (o.has("shape")) {
-    Obj s(o.at("shape"), who + " shape", {"type", "size", "radius", "length", "axis"});
-    const std::string type = s.string("type");
-    if (type == "box") {
-      b.shape.type = Shape::Type::Box;
-      b.shape.size = s.vec3("size");
-    } else if (type == "cylinder") {
-      b.shape.type = Shape::Type::Cylinder;
-      b.shape.radius = s.number("radius");
-      b.shape.length = s.number("length");
-      const std::string axis = s.string_or("axis", "z");
-      if (axis != "x" && axis != "y" && axis != "z") s.fail("cylinder axis must be \"x\", \"y\" or \"z\"");
-      b.shape.axis = axis[0] - 'x';
-    } else if (type == "sphere") {
-      b.shape.type = Shape::Type::Sphere;
-      b.shape.radius = s.number("radius");
-    } else {
-      s.fail("unknown shape type '" + type + "' (box, cylinder, sphere)");
-    }
-  }
+  if (o.has("shape")) b.shape = read_shape(o.at("shape"), who + " shape");
   return b;
 }
 
@@ -212,12 +216,7 @@ PointSpec read_point(const Obj& o, const std::string& key) {
   return {o.vec3(key), true};
 }
 
-LoadFrame read_load_frame(const Obj& o) {
-  const std::string f = o.string_or("frame", "global");
-  if (f == "global") return LoadFrame::Global;
-  if (f == "body") return LoadFrame::Body;
-  o.fail("'frame' must be \"global\" or \"body\"");
-}
+LoadFrame read_load_frame(const Obj& o) { return load_frame_named(o.string_or("frame", "global"), o.who()); }
 
 void read_force(ModelBuilder& b, const json& j, std::size_t index) {
   const std::string name = j.is_object() && j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : "";
@@ -483,6 +482,16 @@ std::string listed(const std::vector<ModelOverride>& overrides) {
 }
 
 }  // namespace
+
+Shape parse_shape_json(const std::string& text, const std::string& who) {
+  return read_shape(parse_document(text, who), who);
+}
+
+LoadFrame load_frame_named(const std::string& name, const std::string& who) {
+  if (name == "global") return LoadFrame::Global;
+  if (name == "body") return LoadFrame::Body;
+  throw ModelError(who + ": 'frame' must be \"global\" or \"body\"");
+}
 
 ModelOverride parse_override(const std::string& text) {
   const auto eq = text.find('=');

@@ -19,6 +19,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+/// The tables a writer writes, each as <table>.csv or <table>.npy (joints only with a CoordinateMap).
+constexpr const char* kTables[] = {"trajectory", "metrics", "joints"};
+constexpr const char* kExtensions[] = {".csv", ".npy"};
+
 [[noreturn]] void write_failed(const std::string& path, int error) {
   throw std::runtime_error("cannot write " + path + ": " + std::strerror(error));
 }
@@ -48,9 +52,9 @@ void remove_earlier_outputs(const fs::path& directory) {
     for (std::string line; std::getline(gp, line);)
       if (std::regex_search(line, m, output)) fs::remove(directory / m[1].str(), ignored);
   }
-  for (const char* name : {"trajectory.csv", "metrics.csv", "joints.csv", "trajectory.npy", "metrics.npy", "joints.npy",
-                           "columns.json", "summary.json", "plots.gp"})
-    fs::remove(directory / name, ignored);
+  for (const char* table : kTables)
+    for (const char* extension : kExtensions) fs::remove(directory / (std::string(table) + extension), ignored);
+  for (const char* name : {"columns.json", "summary.json", "plots.gp"}) fs::remove(directory / name, ignored);
 }
 
 void put(std::vector<double>& row, const Vec3& v) { row.insert(row.end(), {v.x(), v.y(), v.z()}); }
@@ -73,7 +77,6 @@ std::string npy_header(long rows, std::size_t columns) {
 }
 
 nlohmann::json number_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
-
 
 bool coordinate_is_rotation(const Model& m, int joint, int coordinate) {
   const auto coordinates = joint_coordinates(m.joints[static_cast<std::size_t>(joint)].type);
@@ -100,8 +103,8 @@ ResultWriter::ResultWriter(const Model& model, const std::string& directory, con
   fs::create_directories(directory, error);
   if (error) throw std::runtime_error("cannot create the output directory " + directory + ": " + error.message());
   remove_earlier_outputs(directory);
-  const char* extension = format == OutputFormat::Npy ? ".npy" : ".csv";
-  for (const char* name : {"trajectory", "metrics", "joints"}) {
+  const char* extension = kExtensions[format == OutputFormat::Npy ? 1 : 0];
+  for (const char* name : kTables) {
     if (std::string(name) == "joints" && !coordinates) break;
     Output& o = out_.emplace_back();
     o.path = directory + "/" + name + extension;
