@@ -47,4 +47,6 @@ setup(
     ext_modules=[CMakeExtension("treedyn._treedyn")],
     cmdclass={"build_ext": CMakeBuild},
     python_requires=">=3.8",
+    install_requires=["numpy"],
+    extras_require={"plot": ["matplotlib"], "sweep": ["distributed", "tqdm"]},  # Debian: python3-distributed, python3-tqdm
 )

@@ -15,6 +15,7 @@ packages=(
   pkgconf                # the examples test builds one example with pkg-config
   python3-dev pybind11-dev python3-numpy  # the Python package (python/)
   python3-pytest python3-matplotlib python3-setuptools  # its tests, plots, pip install .
+  python3-distributed python3-tqdm  # treedyn sweep: Dask's scheduler runs the samples; tqdm's bar
 )
 
 missing=()

@@ -306,7 +306,59 @@ struct RecordedRun : SampleSink {
     for (const Joint& j : model->joints) joints.push_back(j.name);
     d["body_names"] = bodies;
     d["joint_names"] = joints;
+    add_metric_columns(d, k);
     return d;
+  }
+
+  /// The rest of metrics.csv per sample, for Result.column: solver counters (k, 3: steps,
+  /// rhs_evaluations, newton_iterations), each joint's then each driver's constraint errors
+  /// (k, joints + drivers, 3), force elements (k, elements, 2: length or angle or coordinate,
+  /// then tension or torque or effort; springs, rotational springs, actuators in the model's
+  /// order), drivers' efforts (k, drivers) or None.
+  void add_metric_columns(py::dict& d, py::ssize_t k) const {
+    const auto nc = static_cast<py::ssize_t>(nj + model->drivers.size());
+    const auto ne = static_cast<py::ssize_t>(model->springs.size() + model->rotational_springs.size() + model->actuators.size());
+    const auto nd = static_cast<py::ssize_t>(model->drivers.size());
+    Array solver({k, py::ssize_t{3}}), errors({k, nc, py::ssize_t{3}}), elements({k, ne, py::ssize_t{2}});
+    bool with_efforts = nd > 0 && k > 0 && driver_efforts[0].size() == static_cast<std::size_t>(nd);
+    Array efforts({with_efforts ? k : py::ssize_t{0}, nd});
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (py::ssize_t s = 0; s < k; ++s) {
+      const auto u = static_cast<std::size_t>(s);
+      double* row = solver.mutable_data(s);
+      row[0] = static_cast<double>(stats[u].steps), row[1] = static_cast<double>(stats[u].rhs_evaluations);
+      row[2] = static_cast<double>(stats[u].newton_iterations);
+      for (py::ssize_t c = 0; c < nc; ++c) {
+        const auto& e = metrics[u].joints;
+        const bool has = static_cast<std::size_t>(c) < e.size();
+        double* x = errors.mutable_data(s, c);
+        x[0] = has ? e[static_cast<std::size_t>(c)].position : nan;
+        x[1] = has ? e[static_cast<std::size_t>(c)].velocity : nan;
+        x[2] = has ? e[static_cast<std::size_t>(c)].acceleration : nan;
+      }
+      for (py::ssize_t c = 0; c < ne; ++c) {
+        const auto& e = metrics[u].elements;
+        const bool has = static_cast<std::size_t>(c) < e.size();
+        double* x = elements.mutable_data(s, c);
+        x[0] = has ? e[static_cast<std::size_t>(c)].coordinate : nan;
+        x[1] = has ? e[static_cast<std::size_t>(c)].load : nan;
+      }
+      if (with_efforts)
+        for (py::ssize_t c = 0; c < nd; ++c)
+          efforts.mutable_data(s)[c] = driver_efforts[u].size() == static_cast<std::size_t>(nd) ? driver_efforts[u][static_cast<std::size_t>(c)] : nan;
+    }
+    std::vector<std::string> drivers, element_columns;
+    for (const Driver& x : model->drivers) drivers.push_back(x.name);
+    for (const SpringDamper& e : model->springs) element_columns.insert(element_columns.end(), {e.name + ".length", e.name + ".tension"});
+    for (const RotationalSpringDamper& e : model->rotational_springs)
+      element_columns.insert(element_columns.end(), {e.name + ".angle", e.name + ".torque"});
+    for (const JointActuator& e : model->actuators) element_columns.insert(element_columns.end(), {e.name + ".coordinate", e.name + ".effort"});
+    d["solver"] = solver;
+    d["constraint_errors"] = errors;
+    d["element_loads"] = elements;
+    d["driver_efforts"] = with_efforts ? py::object(efforts) : py::none();
+    d["driver_names"] = drivers;
+    d["element_columns"] = element_columns;  // two per element, as metrics.csv names them
   }
 
   /// The command line's files (trajectory.csv, metrics.csv, joints.csv, summary.json), written by
@@ -528,10 +580,12 @@ PYBIND11_MODULE(_treedyn, m) {
         },
         py::arg("path"), py::arg("overrides") = std::vector<std::pair<std::string, std::string>>{});
   m.def("model_from_json",
-        [overrides_of](const std::string& text, const std::vector<std::pair<std::string, std::string>>& overrides) {
-          return std::make_shared<Model>(parse_model_json(text, "<model>", overrides_of(overrides)));
+        [overrides_of](const std::string& text, const std::vector<std::pair<std::string, std::string>>& overrides,
+                       const std::string& source) {
+          return std::make_shared<Model>(parse_model_json(text, source, overrides_of(overrides)));
         },
-        py::arg("text"), py::arg("overrides") = std::vector<std::pair<std::string, std::string>>{});
+        py::arg("text"), py::arg("overrides") = std::vector<std::pair<std::string, std::string>>{},
+        py::arg("source") = "<model>");
 
   // ModelBuilder ---------------------------------------------------------------------------------
   py::class_<ModelBuilder>(m, "ModelBuilder", "Builds a model item by item; placements in global coordinates.")

@@ -28,3 +28,12 @@ def test_the_four_bar_example_tabulates_and_draws_every_formulation(tmp_path):
     figure = tmp_path / "figure.png"
     assert figure.stat().st_size > 10_000
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_sweep_example_maps_the_crank_speed_over_the_masses(tmp_path):
+    out = run("four_bar_sweep.py", str(tmp_path / "sweep.png"), "3", cwd=tmp_path)
+    assert "9 samples: 9 ok" in out
+    table = (tmp_path / "results" / "four_bar_sweep" / "sweep.csv").read_text().splitlines()
+    assert len(table) == 10 and table[0].endswith(",qd:joint1.angle")
+    figure = tmp_path / "sweep.png"
+    assert figure.stat().st_size > 10_000 and figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,6 +1,7 @@
 """Whole runs from Python: Results as NumPy arrays, parity with the command line, files written and
 read back, failures, Ctrl-C and comparisons."""
 
+import json
 import os
 import signal
 import subprocess
@@ -190,3 +191,30 @@ def test_plots_draw_the_run_and_name_what_they_cannot(four_bar, tmp_path):
     d = fig.axes[0].get_lines()[0].get_ydata()
     expected = np.linalg.norm(other.poses[:, :, :3] - r.poses[:, :, :3], axis=2).max(axis=1)
     np.testing.assert_allclose(d, np.maximum(expected, 1e-16))
+
+
+def test_result_columns_are_the_files_columns_by_name_and_value(models_dir, tmp_path):
+    """Result.column (a run in memory) names and gives what the command line's writer writes:
+    checked on a model with every kind of column (a driver and its effort, reactions, a
+    point-to-point spring, a rotational spring, an actuator, prismatic and revolute coordinates)
+    against the files `save` writes and load_result reads back."""
+    spec = json.loads(treedyn.load_model(models_dir / "slider_crank.json").to_json())  # the file has comments
+    spec["forces"] = spec.get("forces", []) + [
+        {"type": "spring_damper", "name": "tie", "body_a": "ground", "point_a": [0.3, 0.0, 0.0], "body_b": "slider",
+         "point_b": [0.2, 0.0, 0.0], "stiffness": 20.0, "damping": 0.1},
+        {"type": "rotational_spring_damper", "name": "twist", "joint": "crank_pivot", "stiffness": 0.5, "damping": 0.01},
+        {"type": "joint_actuator", "name": "push", "joint": "slide", "function": 0.2},
+    ]
+    model = treedyn.model_from_json(json.dumps(spec))
+    result = treedyn.simulate(model, "reference", t_end=0.05, dt=0.01)
+    result.save(str(tmp_path))
+    files = treedyn.load_result(str(tmp_path))
+    from_files = [c for c in files.columns() if not c.startswith("reaction:")]  # joint-frame: files only
+    assert result.columns() == from_files
+    for name in ("crank_drive.effort", "tie.tension", "twist.angle", "push.effort", "q:slide.d", "crank_pin.fx", "steps",
+                 "rod_slider.position_error"):
+        assert name in from_files, name
+    for name in from_files:  # the files hold %.12g
+        np.testing.assert_allclose(result.column(name), files.column(name), rtol=1e-11, atol=1e-300, err_msg=name)
+    with pytest.raises(KeyError, match="no such column"):
+        result.column("tie.length_m")

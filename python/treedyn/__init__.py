@@ -52,6 +52,12 @@ __all__ = [
     "compare",
     "formulations",
     "options",
+    "sweep",
+    "SweepResult",
+    "Uniform",
+    "Normal",
+    "LogUniform",
+    "Choice",
 ]
 
 
@@ -90,9 +96,10 @@ def load_model(path, overrides: Optional[Dict[str, Any]] = None) -> Model:
     return _treedyn.load_model(path, _overrides(overrides))
 
 
-def model_from_json(text: str, overrides: Optional[Dict[str, Any]] = None) -> Model:
-    """A model from JSON text, with `overrides` applied first (as load_model)."""
-    return _treedyn.model_from_json(text, _overrides(overrides))
+def model_from_json(text: str, overrides: Optional[Dict[str, Any]] = None, source: str = "<model>") -> Model:
+    """A model from JSON text, with `overrides` applied first (as load_model); errors name
+    `source` (a file name, say) as where the text came from."""
+    return _treedyn.model_from_json(text, _overrides(overrides), source)
 
 
 def formulations() -> List[tuple]:
@@ -139,6 +146,7 @@ class Result:
     qd_names: List[str] = field(default_factory=list)
     _run: Any = field(default=None, repr=False)
     _source: Optional[str] = field(default=None, repr=False)
+    _columns: Optional[Dict[str, np.ndarray]] = field(default=None, repr=False)
 
     @property
     def status(self) -> str:
@@ -159,6 +167,27 @@ class Result:
     def body(self, name: str) -> np.ndarray:
         """The poses (k, 7) of one body."""
         return self.poses[:, self.body_names.index(name), :]
+
+    def columns(self) -> List[str]:
+        """The name of every column of the run's files (trajectory, metrics, joints), without the
+        unit: "t", "A.x", "A.qw", "A.vx", "total", "energy_drift", "position_error", "steps",
+        "joint1.position_error", "joint1.fx", "spring.tension", "q:crank", "qd:crank", ..."""
+        return list(self._column_table())
+
+    def column(self, name: str) -> np.ndarray:
+        """One column of the run's files as an array over the samples, by its name (columns()).
+        From a run in memory, the joint-frame reactions of joints.csv ("reaction:...") are not
+        available (their world-frame twins "<joint>.fx" ... are); from files, every column is."""
+        table = self._column_table()
+        if name not in table:
+            near = [c for c in table if name.split(".")[0] in c][:8] or list(table)[:8]
+            raise KeyError(f"{name!r}: the run has no such column (some it has: {', '.join(near)}; all: Result.columns())")
+        return table[name]
+
+    def _column_table(self) -> Dict[str, np.ndarray]:
+        if self._columns is None:
+            self._columns = _columns_of(self)
+        return self._columns
 
     def save(self, directory: str) -> str:
         """Writes trajectory.csv, metrics.csv and summary.json (the command line's files, by its
@@ -181,6 +210,50 @@ class Result:
             f"<treedyn.Result {self.summary.get('model', '')} with {self.summary.get('formulation', '')}: "
             f"{self.status}, {len(self.t)} samples to t = {self.t[-1] if len(self.t) else 0:g} s>"
         )
+
+
+def _columns_of(r: Result) -> Dict[str, np.ndarray]:
+    """The files' columns of a run in memory, named as ResultWriter names them (a test checks
+    that these names and numbers are the files')."""
+    a = r._run.arrays() if r._run is not None else {}
+    table: Dict[str, np.ndarray] = {"t": r.t}
+    for i, body in enumerate(r.body_names):
+        for c, name in enumerate(("x", "y", "z", "qw", "qx", "qy", "qz")):
+            table[f"{body}.{name}"] = r.poses[:, i, c]
+        for c, name in enumerate(("vx", "vy", "vz", "wx", "wy", "wz")):
+            table[f"{body}.{name}"] = r.twists[:, i, c]
+    table.update(
+        kinetic=r.kinetic_energy,
+        potential=r.potential_energy,
+        total=r.total_energy,
+        work_nonconservative=r.work_nonconservative,
+        energy_drift=r.energy_drift,
+        position_error=r.position_error,
+        velocity_error=r.velocity_error,
+        acceleration_error=r.acceleration_error,
+    )
+    levels = ("position_error", "velocity_error", "acceleration_error")
+    if "solver" in a:
+        for c, name in enumerate(("steps", "rhs_evaluations", "newton_iterations")):
+            table[name] = a["solver"][:, c]
+        for i, name in enumerate(list(r.joint_names) + list(a["driver_names"])):
+            for c, level in enumerate(levels):
+                table[f"{name}.{level}"] = a["constraint_errors"][:, i, c]
+    if r.reactions is not None:
+        for i, joint in enumerate(r.joint_names):
+            for c, name in enumerate(("fx", "fy", "fz", "tx", "ty", "tz")):
+                table[f"{joint}.{name}"] = r.reactions[:, i, c]
+    if a.get("driver_efforts") is not None:
+        for i, name in enumerate(a["driver_names"]):
+            table[f"{name}.effort"] = a["driver_efforts"][:, i]
+    for i, name in enumerate(a.get("element_columns", [])):
+        table[name] = a["element_loads"][:, i // 2, i % 2]
+    if r.q is not None:
+        for i, name in enumerate(r.q_names):
+            table[f"q:{name}"] = r.q[:, i]
+        for i, name in enumerate(r.qd_names):
+            table[f"qd:{name}"] = r.qd[:, i]
+    return table
 
 
 def _result_of(run) -> Result:
@@ -323,9 +396,12 @@ def load_result(directory: str) -> Result:
     q = qd = None
     q_names: List[str] = []
     qd_names: List[str] = []
+    files_columns = {name: traj[:, i] for i, name in enumerate(header)}
+    files_columns.update({name: metrics[:, i] for i, name in enumerate(mheader) if name != "t"})
     joint_table = _read_table(directory, "joints", required=False)
     if joint_table is not None:
         jheader, jdata = joint_table
+        files_columns.update({name: jdata[:, i] for i, name in enumerate(jheader) if name != "t"})
         qi = [i for i, h in enumerate(jheader) if h.startswith("q:")]
         qdi = [i for i, h in enumerate(jheader) if h.startswith("qd:")]
         q, qd = jdata[:, qi].copy(), jdata[:, qdi].copy()
@@ -353,6 +429,7 @@ def load_result(directory: str) -> Result:
         q_names=q_names,
         qd_names=qd_names,
         _source=directory,
+        _columns=files_columns,
     )
 
 
@@ -400,3 +477,6 @@ def compare(
             raise
         return rows
     return pandas.DataFrame(rows)
+
+
+from .sweeps import Choice, LogUniform, Normal, SweepResult, Uniform, sweep  # noqa: E402  (needs the names above)

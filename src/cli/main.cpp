@@ -9,6 +9,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -493,9 +494,51 @@ int info(const std::string& path, const std::vector<std::string>& sets) {
   return 0;
 }
 
+/// `treedyn sweep ...` is the Python package's command (`python -m treedyn sweep`, python/treedyn/sweeps.py:
+/// sweeps on Dask),
+/// run by the interpreter the package was built for (TREEDYN_PYTHON in the environment overrides
+/// it) with the package found beside this executable: <dir>/python in the build tree, or
+/// <dir>/../<libdir>/python3/dist-packages installed. Replaces this process (signals and the exit
+/// status are the sweep's own); returns only when it cannot.
+int sweep_command(int argc, char** argv) {
+#ifndef TREEDYN_PYTHON
+  (void)argc, (void)argv;
+  std::cerr << "treedyn sweep: this treedyn was built without its Python package (TREEDYN_BUILD_PYTHON=OFF), which runs sweeps\n";
+  return 1;
+#else
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::path self = fs::read_symlink("/proc/self/exe", error).parent_path();
+  std::string package;
+  for (const fs::path& dir : {self / "python", self / ".." / TREEDYN_PYTHON_INSTALL_DIR})
+    if (fs::exists(dir / "treedyn" / "sweeps.py", error)) {
+      package = fs::weakly_canonical(dir, error).string();
+      break;
+    }
+  if (package.empty()) {
+    std::cerr << "treedyn sweep: the treedyn Python package is not beside " << self.string()
+              << " (build it: make python; or install it: make install)\n";
+    return 1;
+  }
+  const char* earlier = std::getenv("PYTHONPATH");
+  const std::string path = package + (earlier && *earlier ? ":" + std::string(earlier) : "");
+  setenv("PYTHONPATH", path.c_str(), 1);
+  const char* python = std::getenv("TREEDYN_PYTHON");
+  if (!python || !*python) python = TREEDYN_PYTHON;
+  std::vector<char*> args = {const_cast<char*>(python), const_cast<char*>("-m"), const_cast<char*>("treedyn"),
+                             const_cast<char*>("sweep")};
+  for (int k = 2; k < argc; ++k) args.push_back(argv[k]);
+  args.push_back(nullptr);
+  execv(python, args.data());
+  std::cerr << "treedyn sweep: cannot run " << python << ": " << std::strerror(errno) << "\n";
+  return 1;
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "sweep") return sweep_command(argc, argv);
   const std::string threads_help =
       "threads for the tree passes (models under " + std::to_string(Threading::kDefaultMinParallelBodies) +
       " bodies run serially)";
@@ -650,7 +693,11 @@ int main(int argc, char** argv) {
   bs->add_flag("--quiet,-q", sc_quiet, "print nothing but errors");
   bs->add_flag("--plot", sc_plot, "draw the cost per simulated second against the bodies, log-log, as SVG (gnuplot)");
 
-  const std::vector<std::string> commands = {"simulate", "info", "generate", "plot", "assemble", "compare", "bench"};
+  app.add_subcommand("sweep",
+                     "run a model over a grid or random samples of its parameters on Dask, one row per sample in "
+                     "sweep.csv (the Python package's command: treedyn sweep --help)");
+
+  const std::vector<std::string> commands = {"simulate", "info", "generate", "plot", "assemble", "compare", "bench", "sweep"};
   if (argc > 1 && argv[1][0] != '-' && std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
     std::cerr << "treedyn: unknown command '" << argv[1] << "'" << closest_hint(argv[1], commands) << " (commands:";
     for (const auto& c : commands) std::cerr << " " << c;
