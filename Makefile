@@ -1,6 +1,6 @@
 # The two commands of the README:
 #   make run   installs what is missing, builds (Release), makes `import treedyn` work, simulates
-#              the default model and plots it
+#              the default model, plots it and writes its 3-D viewer page (viewer.html)
 #   make test  installs what is missing, builds, runs every test with ctest
 # and the rest:
 #   make install PREFIX=dir   headers, libtreedyn, the treedyn command, CMake package, pkg-config
@@ -34,7 +34,7 @@ python: build
 	@scripts/install-python.sh $(BUILD)/python
 
 run: python
-	$(BUILD)/treedyn simulate $(MODEL) $(if $(OUTPUT),--output $(OUTPUT)) --plot
+	$(BUILD)/treedyn simulate $(MODEL) $(if $(OUTPUT),--output $(OUTPUT)) --plot --view
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -16,7 +16,12 @@ packages=(
   python3-dev pybind11-dev python3-numpy  # the Python package (python/)
   python3-pytest python3-matplotlib python3-setuptools  # its tests, plots, pip install .
   python3-distributed python3-tqdm  # treedyn sweep: Dask's scheduler runs the samples; tqdm's bar
+  chromium python3-websocket  # the viewer's tests: headless Chromium driven over its DevTools protocol
 )
+
+# npm bundles the viewer (three.js, uPlot: scripts/build-viewer.sh); a machine whose Node.js
+# brings its own npm (NodeSource's) keeps it.
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do

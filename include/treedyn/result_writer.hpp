@@ -10,6 +10,8 @@
 //                   (CoordinateMap: crank angle, slider travel), then each joint's reaction on its
 //                   child in the axes of its child frame (when computed); when a map is given
 //   summary.json    what run_simulation returned, the model's name, and what was written
+//   model.json      the model (canonical JSON; not for a model holding C++ callbacks), which
+//                   `treedyn view` draws
 #pragma once
 
 #include <cstdio>
@@ -34,9 +36,10 @@ inline constexpr std::size_t kNpyHeaderBytes = 128;
 class ResultWriter : public SampleSink {
  public:
   /// Creates `directory` if needed and removes what an earlier run wrote there (its CSVs,
-  /// summary.json, plots.gp and the plots it names), so that no stale file sits beside the new
-  /// run's; throws std::runtime_error if files cannot be opened. Refers to `model` and to
-  /// `coordinates` (optional: joints.csv is written only with one), which must outlive the writer.
+  /// summary.json, model.json, viewer.html, plots.gp and the plots it names), so that no stale
+  /// file sits beside the new run's, then writes model.json; throws std::runtime_error if files
+  /// cannot be opened. Refers to `model` and to `coordinates` (optional: joints.csv is written
+  /// only with one), which must outlive the writer.
   ResultWriter(const Model& model, const std::string& directory, const CoordinateMap* coordinates = nullptr,
                OutputFormat format = OutputFormat::Csv);
   ResultWriter(const Model&&, const std::string&, const CoordinateMap* = nullptr, OutputFormat = OutputFormat::Csv) = delete;

@@ -1,4 +1,5 @@
 // treedyn — command-line tool. Thin: parses, calls the library, prints.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -175,11 +176,78 @@ struct GivenOption {
   OptionValue value;
 };
 
+/// The interpreter the Python package was built for (TREEDYN_PYTHON in the environment overrides
+/// it) and the package's folder beside this executable (<dir>/python in the build tree, or
+/// <dir>/../<libdir>/python3/dist-packages installed), with PYTHONPATH set to find it; an error
+/// message instead when there is none.
+std::string find_python_package(std::string& python) {
+#ifndef TREEDYN_PYTHON
+  (void)python;
+  return "this treedyn was built without its Python package (TREEDYN_BUILD_PYTHON=OFF)";
+#else
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::path self = fs::read_symlink("/proc/self/exe", error).parent_path();
+  std::string package;
+  for (const fs::path& dir : {self / "python", self / ".." / TREEDYN_PYTHON_INSTALL_DIR})
+    if (fs::exists(dir / "treedyn" / "__main__.py", error)) {
+      package = fs::weakly_canonical(dir, error).string();
+      break;
+    }
+  if (package.empty())
+    return "the treedyn Python package is not beside " + self.string() + " (build it: make python; or install it: make install)";
+  const char* earlier = std::getenv("PYTHONPATH");
+  const std::string path = package + (earlier && *earlier ? ":" + std::string(earlier) : "");
+  setenv("PYTHONPATH", path.c_str(), 1);
+  const char* chosen = std::getenv("TREEDYN_PYTHON");
+  python = chosen && *chosen ? chosen : TREEDYN_PYTHON;
+  return "";
+#endif
+}
+
+/// `treedyn sweep ...` and `treedyn view ...` are the Python package's commands (`python3 -m
+/// treedyn sweep|view`: python/treedyn/sweeps.py, sweeps on Dask; python/treedyn/viewer.py, the
+/// 3-D viewer's page). Replaces this process (signals and the exit status are the command's own);
+/// returns only when it cannot.
+int python_command(int argc, char** argv) {
+  std::string python;
+  if (const std::string problem = find_python_package(python); !problem.empty()) {
+    std::cerr << "treedyn " << argv[1] << ": " << problem << "\n";
+    return 1;
+  }
+  std::vector<char*> args = {python.data(), const_cast<char*>("-m"), const_cast<char*>("treedyn")};
+  for (int k = 1; k < argc; ++k) args.push_back(argv[k]);
+  args.push_back(nullptr);
+  execv(python.c_str(), args.data());
+  std::cerr << "treedyn " << argv[1] << ": cannot run " << python << ": " << std::strerror(errno) << "\n";
+  return 1;
+}
+
+/// `treedyn view DIR` as a child process (simulate --view, compare --view); its exit status.
+int view_results(const std::string& dir) {
+  std::string python;
+  if (const std::string problem = find_python_package(python); !problem.empty()) {
+    std::cerr << "treedyn: --view: " << problem << "\n";
+    return 1;
+  }
+  const pid_t child = fork();
+  if (child == 0) {
+    std::vector<char*> args = {python.data(), const_cast<char*>("-m"), const_cast<char*>("treedyn"), const_cast<char*>("view"),
+                               const_cast<char*>(dir.c_str()), nullptr};
+    execv(python.c_str(), args.data());
+    std::fprintf(stderr, "treedyn: --view: cannot run %s: %s\n", python.c_str(), std::strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  if (child < 0 || waitpid(child, &status, 0) < 0) return 1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
 struct SimulateArgs {
   std::string model_path, output, formulation, integrator;
   double t_end = NAN, dt = NAN, rtol = NAN, atol = NAN, tolerance = 1e-6;
   int threads = 1, sample_every = 1;
-  bool assemble = false, quiet = false, profile = false, plot = false;
+  bool assemble = false, quiet = false, profile = false, plot = false, view = false;
   std::vector<double> baumgarte;  // dca: alpha, beta
   bool planar = false;            // hdca: paper 004's planar form
   std::string precision = "double", inverse = "cholesky", error_control = "velocities";  // hdca
@@ -345,6 +413,7 @@ int simulate(const SimulateArgs& a) {
       return r.ok() ? 1 : 2;
     }
   }
+  if (a.view && r.status != "interrupted" && view_results(out_dir) != 0) return r.ok() ? 1 : 2;  // after a failure too
   return CleanStop::exit_code(r.ok() ? 0 : 2);
 }
 
@@ -494,51 +563,10 @@ int info(const std::string& path, const std::vector<std::string>& sets) {
   return 0;
 }
 
-/// `treedyn sweep ...` is the Python package's command (`python -m treedyn sweep`, python/treedyn/sweeps.py:
-/// sweeps on Dask),
-/// run by the interpreter the package was built for (TREEDYN_PYTHON in the environment overrides
-/// it) with the package found beside this executable: <dir>/python in the build tree, or
-/// <dir>/../<libdir>/python3/dist-packages installed. Replaces this process (signals and the exit
-/// status are the sweep's own); returns only when it cannot.
-int sweep_command(int argc, char** argv) {
-#ifndef TREEDYN_PYTHON
-  (void)argc, (void)argv;
-  std::cerr << "treedyn sweep: this treedyn was built without its Python package (TREEDYN_BUILD_PYTHON=OFF), which runs sweeps\n";
-  return 1;
-#else
-  namespace fs = std::filesystem;
-  std::error_code error;
-  const fs::path self = fs::read_symlink("/proc/self/exe", error).parent_path();
-  std::string package;
-  for (const fs::path& dir : {self / "python", self / ".." / TREEDYN_PYTHON_INSTALL_DIR})
-    if (fs::exists(dir / "treedyn" / "sweeps.py", error)) {
-      package = fs::weakly_canonical(dir, error).string();
-      break;
-    }
-  if (package.empty()) {
-    std::cerr << "treedyn sweep: the treedyn Python package is not beside " << self.string()
-              << " (build it: make python; or install it: make install)\n";
-    return 1;
-  }
-  const char* earlier = std::getenv("PYTHONPATH");
-  const std::string path = package + (earlier && *earlier ? ":" + std::string(earlier) : "");
-  setenv("PYTHONPATH", path.c_str(), 1);
-  const char* python = std::getenv("TREEDYN_PYTHON");
-  if (!python || !*python) python = TREEDYN_PYTHON;
-  std::vector<char*> args = {const_cast<char*>(python), const_cast<char*>("-m"), const_cast<char*>("treedyn"),
-                             const_cast<char*>("sweep")};
-  for (int k = 2; k < argc; ++k) args.push_back(argv[k]);
-  args.push_back(nullptr);
-  execv(python, args.data());
-  std::cerr << "treedyn sweep: cannot run " << python << ": " << std::strerror(errno) << "\n";
-  return 1;
-#endif
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::string(argv[1]) == "sweep") return sweep_command(argc, argv);
+  if (argc > 1 && (std::string(argv[1]) == "sweep" || std::string(argv[1]) == "view")) return python_command(argc, argv);
   const std::string threads_help =
       "threads for the tree passes (models under " + std::to_string(Threading::kDefaultMinParallelBodies) +
       " bodies run serially)";
@@ -582,6 +610,7 @@ int main(int argc, char** argv) {
   s->add_flag("--quiet,-q", sim.quiet, "print nothing but errors");
   s->add_flag("--profile", sim.profile, "print the time split per stage of the formulation");
   s->add_flag("--plot", sim.plot, "draw the results as SVG with gnuplot (as `treedyn plot` does)");
+  s->add_flag("--view", sim.view, "write viewer.html beside the results: the run in 3-D with its plots (as `treedyn view` does)");
   s->add_option("--baumgarte", sim.baumgarte,
                 "dca: Baumgarte stabilisation of loop-closing joints, alpha,beta (default 0,0: none, as in paper 001)")
       ->delimiter(',')
@@ -697,7 +726,11 @@ int main(int argc, char** argv) {
                      "run a model over a grid or random samples of its parameters on Dask, one row per sample in "
                      "sweep.csv (the Python package's command: treedyn sweep --help)");
 
-  const std::vector<std::string> commands = {"simulate", "info", "generate", "plot", "assemble", "compare", "bench", "sweep"};
+  app.add_subcommand("view",
+                     "write viewer.html: a run, or a comparison's runs overlaid, in 3-D with its time plots, one "
+                     "self-contained page (the Python package's command: treedyn view --help)");
+
+  const std::vector<std::string> commands = {"simulate", "info", "generate", "plot", "assemble", "compare", "bench", "sweep", "view"};
   if (argc > 1 && argv[1][0] != '-' && std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
     std::cerr << "treedyn: unknown command '" << argv[1] << "'" << closest_hint(argv[1], commands) << " (commands:";
     for (const auto& c : commands) std::cerr << " " << c;

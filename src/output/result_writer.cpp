@@ -1,4 +1,5 @@
 #include "treedyn/result_writer.hpp"
+#include "treedyn/model_json.hpp"
 
 #include <unistd.h>
 
@@ -54,7 +55,7 @@ void remove_earlier_outputs(const fs::path& directory) {
   }
   for (const char* table : kTables)
     for (const char* extension : kExtensions) fs::remove(directory / (std::string(table) + extension), ignored);
-  for (const char* name : {"columns.json", "summary.json", "plots.gp"}) fs::remove(directory / name, ignored);
+  for (const char* name : {"columns.json", "summary.json", "plots.gp", "model.json", "viewer.html"}) fs::remove(directory / name, ignored);
 }
 
 void put(std::vector<double>& row, const Vec3& v) { row.insert(row.end(), {v.x(), v.y(), v.z()}); }
@@ -103,6 +104,14 @@ ResultWriter::ResultWriter(const Model& model, const std::string& directory, con
   fs::create_directories(directory, error);
   if (error) throw std::runtime_error("cannot create the output directory " + directory + ": " + error.message());
   remove_earlier_outputs(directory);
+  // The model the run is of, for `treedyn view` (which draws its shapes and joints) and for
+  // anyone reading the results later. Best effort: a model holding C++ callbacks has no JSON
+  // (ModelError), and a disk too full for model.json fails the CSVs' first rows too, which the
+  // run then reports.
+  try {
+    write_file_atomically(directory + "/model.json", write_model_json(model));
+  } catch (const std::runtime_error&) {
+  }
   const char* extension = kExtensions[format == OutputFormat::Npy ? 1 : 0];
   for (const char* name : kTables) {
     if (std::string(name) == "joints" && !coordinates) break;
