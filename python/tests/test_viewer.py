@@ -140,6 +140,21 @@ def test_bad_input_is_a_clear_message_and_a_mismatched_model_still_shows_the_run
     assert "are not the model's" in notes
     assert chromium.evaluate("treedyn.bodyCount()") == 3
     assert chromium.errors == [], chromium.errors
+    # A model that cannot be read (an unknown shape type in model.json): the message, and the run as frames.
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for f in ("trajectory.csv", "metrics.csv", "joints.csv", "summary.json"):
+        (broken / f).write_bytes((four_bar_run / f).read_bytes())
+    text = (four_bar_run / "model.json").read_text()
+    assert '"type": "box"' in text  # the links' shapes
+    (broken / "model.json").write_text(text.replace('"type": "box"', '"type": "torus"', 1))
+    run(treedyn_binary, "view", str(broken))
+    chromium.errors.clear()
+    chromium.open(broken / "viewer.html")
+    notes = chromium.evaluate("document.getElementById('notes').textContent")
+    assert "the model could not be read" in notes and "torus" in notes
+    assert chromium.evaluate("treedyn.bodyCount()") == 3
+    assert chromium.errors == [], chromium.errors
     done = run(treedyn_binary, "view", str(tmp_path / "nowhere"), ok=False)
     assert done.returncode == 1 and "nowhere: no such folder" in done.stderr
 

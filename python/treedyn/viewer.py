@@ -68,21 +68,31 @@ def _runs_of(results: str) -> List[tuple]:
     return runs
 
 
-def _model_for(folders: List[str], model) -> tuple:
-    """(model, notes): the model given, else the first run's model.json."""
-    if model is not None:
-        return (model if isinstance(model, treedyn.Model) else treedyn.load_model(model)), []
-    for folder in folders:
-        path = os.path.join(folder, "model.json")
-        if os.path.exists(path):
-            return treedyn.load_model(path), []
-    raise FileNotFoundError(
-        f"{folders[0]}: no model.json (runs since treedyn 0.x write it beside their results); give the model: "
-        "treedyn view DIR --model MODEL.json"
-    )
+def _frames_only(names: List[str], name: str = "model") -> Dict[str, Any]:
+    """A stand-in model for the page: the run's bodies as frames, no shapes or joints."""
+    return {"name": name, "gravity": [0.0, 0.0, 0.0], "bodies": [{"name": b, "shape": None} for b in names],
+            "joints": [], "loop_joints": []}
 
 
-def _scene_frame(model: "treedyn.Model", poses: np.ndarray) -> Dict[str, Any]:
+def _model_for(folders: List[str], model, names: List[str]) -> tuple:
+    """(the page's model, notes): the model given, else the first run's model.json; one that
+    cannot be read, or none, leaves the run's bodies drawn as frames, with a note saying why."""
+    path = None
+    if model is not None and not isinstance(model, treedyn.Model):
+        path = os.fspath(model)
+    elif model is None:
+        path = next((os.path.join(f, "model.json") for f in folders if os.path.exists(os.path.join(f, "model.json"))), None)
+        if path is None:
+            return _frames_only(names), [f"no model.json beside the results: bodies drawn as frames (treedyn view DIR "
+                                         "--model MODEL.json draws their shapes)"]
+    try:
+        m = model if isinstance(model, treedyn.Model) else treedyn.load_model(path)
+    except (treedyn.ModelError, OSError) as e:
+        return _frames_only(names), [f"the model could not be read ({e}): bodies drawn as frames"]
+    return _model_data(m), []
+
+
+def _scene_frame(model: Dict[str, Any], poses: np.ndarray) -> Dict[str, Any]:
     """The scene's scale (a characteristic length of the model in motion), centre and floor."""
     r = poses[:, :, :3].reshape(-1, 3)
     r = r[np.all(np.isfinite(r), axis=1)]
@@ -91,11 +101,11 @@ def _scene_frame(model: "treedyn.Model", poses: np.ndarray) -> Dict[str, Any]:
     low, high = r.min(axis=0), r.max(axis=0)
     extent = float(np.linalg.norm(high - low))
     shapes = []
-    for b in model.bodies:
+    for b in model["bodies"]:
         s = b.get("shape") or {}
         shapes += [float(x) for x in s.get("size", [])] + [float(s.get(k, 0.0)) for k in ("radius", "length")]
     scale = max(extent, max(shapes, default=0.0), 0.05)
-    g = np.asarray(model.gravity, dtype=float)
+    g = np.asarray(model["gravity"], dtype=float)
     up = -g / np.linalg.norm(g) if np.linalg.norm(g) > 0 else np.array([0.0, 0.0, 1.0])
     floor = float((r @ up).min()) - 0.15 * scale
     return {"scale": scale, "centre": ((low + high) / 2).tolist(), "floor": floor}
@@ -145,17 +155,15 @@ def viewer_data(results: str, model=None, max_mb: float = 30.0, fixed_bytes: int
         loaded.append((name or r.summary.get("formulation", "run"), folder, r))
     if not loaded:
         raise FileNotFoundError(f"{results}: none of the runs it lists has results to draw")
-    m, more = _model_for([f for _, f, _ in loaded], model)
+    data_model, more = _model_for([f for _, f, _ in loaded], model, loaded[0][2].body_names)
     notes += more
-    data_model = _model_data(m)
     names = [b["name"] for b in data_model["bodies"]]
     runs = []
     for name, folder, r in loaded:
         if r.body_names != names:  # not this model's run: draw its bodies as frames
             notes.append(f"{name}: its trajectory's bodies ({', '.join(r.body_names[:6])}...) are not the model's "
                          f"({', '.join(names[:6])}...): drawn without shapes or joints")
-            data_model = {**data_model, "bodies": [{"name": b, "shape": None} for b in r.body_names], "joints": [],
-                          "loop_joints": []}
+            data_model = {**_frames_only(r.body_names, data_model["name"]), "gravity": data_model["gravity"]}
             names = r.body_names
         runs.append((name, folder, r))
     runs = [x for x in runs if x[2].body_names == names]
@@ -173,6 +181,7 @@ def viewer_data(results: str, model=None, max_mb: float = 30.0, fixed_bytes: int
         if len(keep) < len(r.t):
             notes.append(f"{name}: {len(keep)} of {len(r.t)} samples kept (the page stays under {max_mb:g} MB)")
         summary = r.summary
+        notes += [f"{name}: warning: {w}" for w in summary.get("warnings", [])]
         out_runs.append({
             "name": name,
             "status": summary.get("status", "ok"),
@@ -183,7 +192,7 @@ def viewer_data(results: str, model=None, max_mb: float = 30.0, fixed_bytes: int
             "poses": _b64(np.asarray(r.poses[keep], dtype=np.float32)),
         })
     first = runs[0][2]
-    frame = _scene_frame(m, np.asarray(first.poses[_stride(len(first.t), 200)]))
+    frame = _scene_frame(data_model, np.asarray(first.poses[_stride(len(first.t), 200)]))
     plots = _plots(runs, points)
     title = f"{data_model['name']}: " + (runs[0][0] if len(runs) == 1 else "compare " + ", ".join(x[0] for x in runs))
     return {"title": title, "model": data_model, "runs": out_runs, "plots": plots, "notes": notes, **frame}
