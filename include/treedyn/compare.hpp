@@ -49,14 +49,15 @@ std::string describe_settings(const std::string& formulation, const FormulationS
 struct CompareRow {
   std::string formulation;
   std::string settings;  // describe_settings
-  /// "ok"; "failed" (the run stopped, see message); "interrupted" (stopped by
+  /// "ok"; "warning" (it reached t_end but a check of its accuracy failed, see message);
+  /// "failed" (the run stopped, see message); "interrupted" (stopped by
   /// CompareOptions::stop); "unsupported" (the formulation refused the model, message says why);
   /// "skipped" (not run, message says why).
   std::string status;
   std::string message;
   SimulationResult result;  // meaningful when ran()
   /// The formulation ran (to the end or not): its result holds figures.
-  bool ran() const { return status == "ok" || status == "failed" || status == "interrupted"; }
+  bool ran() const { return status == "ok" || status == "warning" || status == "failed" || status == "interrupted"; }
   /// Largest |r_i - r_i^ref| over bodies and common sample times up to deviation_until, m; NaN
   /// without a reference (and for the reference itself).
   double position_deviation = std::numeric_limits<double>::quiet_NaN();

@@ -14,6 +14,35 @@
 
 namespace treedyn {
 
+/// The thresholds a completed run is judged by, each relative to a scale of the model and the run
+/// itself (Judgement): a check that fails turns the run's status from "ok" into "warning", with
+/// its reason. 0 switches a check off.
+/// The defaults catch gross departures, not a method's ordinary error: index-3 methods (ali3's
+/// penalty, half- and fully-implicit) keep velocity constraints only to O(h), and symplectic Euler's
+/// energy oscillates by O(h); both stay well inside these (the test suite's runs at the papers'
+/// settings do).
+struct JudgementOptions {
+  double energy = 0.1;       // |energy drift| (beyond the work of non-conservative loads) / energy range
+  double position = 1e-2;    // largest position constraint error / characteristic length
+  double velocity = 0.1;     // largest velocity constraint error / characteristic speed
+  double quaternion = 1e-6;  // largest | |Euler parameters| - 1 | of any body
+};
+
+/// What a run was judged by: the scales, and each check's value against its threshold.
+struct Judgement {
+  double energy_range = 0.0;  // J: the largest of the run's largest kinetic energy, its potential's range (both
+                              // over its samples) and total mass x |gravity| x length
+  double length = 0.0;        // m: the bodies' and ground joints' extent at t0, or the largest radius of gyration
+  double speed = 0.0;         // m/s: sqrt(2 energy_range / total mass)
+  struct Check {
+    std::string name;                   // "energy", "position", "velocity", "quaternion"
+    double value = 0.0, threshold = 0.0;  // in the check's units (J, m, m/s, -); threshold 0: not checked
+    bool passed = true;
+    std::string note;  // why a check could not be made, when it could not
+  };
+  std::vector<Check> checks;
+};
+
 struct RunOptions {
   double t_end = 1.0;
   double dt = 0.01;      // fixed-step formulations: the step; adaptive ones: the output interval
@@ -21,6 +50,7 @@ struct RunOptions {
   /// Asked after every interval (and before the first): true ends the run there with status
   /// "interrupted", the samples so far kept (Ctrl-C in Python, a signal in the command line).
   std::function<bool()> stop;
+  JudgementOptions judge;  // how a completed run is judged (status "ok" or "warning")
 };
 
 /// Receives every sample as it is taken (the CSV writers).
@@ -41,7 +71,10 @@ struct Recording : SampleSink {
 };
 
 struct SimulationResult {
-  std::string status = "ok";  // "ok", "failed" or "interrupted"
+  /// "ok"; "warning": it reached t_end but a check of its accuracy failed (message: the reasons;
+  /// judgement: the checks); "failed": it stopped (message: why; failure_time: when);
+  /// "interrupted": stopped from outside.
+  std::string status = "ok";
   std::string message;
   std::string formulation, integrator;
   double dt = 0.0, t_end = 0.0;
@@ -54,10 +87,13 @@ struct SimulationResult {
   long samples = 0;
   double energy_initial = 0.0, energy_final = 0.0, energy_drift_max = 0.0;
   ConstraintErrors constraint_error_max;
-  std::vector<std::string> warnings;
+  std::vector<std::string> warnings;  // notices of the formulation (a status "ok" run may have some)
+  Judgement judgement;
   std::map<std::string, double> stage_seconds;
   std::map<std::string, double> diagnostics;  // Formulation::diagnostics() at the end of the run
   bool ok() const { return status == "ok"; }
+  /// Reached t_end: "ok" or "warning".
+  bool completed() const { return status == "ok" || status == "warning"; }
   double real_time_factor() const { return wall_seconds > 0.0 ? t_reached / wall_seconds : 0.0; }
 };
 

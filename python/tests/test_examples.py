@@ -23,8 +23,11 @@ def test_the_pd_example_reaches_the_static_equilibrium(tmp_path):
 
 def test_the_four_bar_example_tabulates_and_draws_every_formulation(tmp_path):
     out = run("four_bar_formulations.py", str(tmp_path / "figure.png"), cwd=tmp_path)
-    for name in ("reference", "dca", "hdca", "ali3", "half-implicit", "fully-implicit"):
+    for name in ("reference", "dca", "hdca", "ali3", "half-implicit"):
         assert re.search(rf"^{name}\s+ok", out, re.M), name
+    # Backward Euler's numerical damping drains the four-bar's energy at paper 002's step: the run
+    # judges itself (issue 24) instead of saying ok 1.7 m from the reference.
+    assert re.search(r"^fully-implicit\s+warning", out, re.M), out
     figure = tmp_path / "figure.png"
     assert figure.stat().st_size > 10_000
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -121,8 +121,9 @@ class Result:
     q (k, nq) and qd (k, nv) in the Simulator's joint coordinates, kinetic_energy, potential_energy,
     total_energy, work_nonconservative, energy_drift, position_error, velocity_error,
     acceleration_error (k,: the largest over joints), reactions (k, joints, 6: force, torque on the
-    child at its joint frame) or None; status ("ok", "failed", "interrupted"), message, warnings,
-    summary (the figures of summary.json).
+    child at its joint frame) or None; status ("ok"; "warning": it reached t_end but a check of its
+    accuracy failed, message says which; "failed"; "interrupted"), message, warnings (notices),
+    summary (the figures of summary.json, with "judgement": each check against its threshold).
     """
 
     t: np.ndarray

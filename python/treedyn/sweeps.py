@@ -41,7 +41,7 @@ import treedyn
 
 __all__ = ["sweep", "grid", "random_samples", "Uniform", "Normal", "LogUniform", "Choice", "SweepResult", "main"]
 
-STATUSES = ("ok", "failed", "error", "lost")
+STATUSES = ("ok", "warning", "failed", "error", "lost")
 _REDUCTIONS = ("max", "min", "mean", "absmax")
 
 
@@ -223,7 +223,8 @@ def run_sample(job: Dict[str, Any], index: int, overrides: Dict[str, Any]) -> Di
             row.update(status="failed", message=str(e))
         row["warnings"] = " | ".join(result.warnings)
         row["t_reached"] = float(result.t[-1]) if len(result.t) else math.nan
-        if row["status"] == "ok":
+        row["status"], row["message"] = (result.status, result.message) if row["status"] == "ok" else (row["status"], row["message"])
+        if row["status"] in ("ok", "warning"):  # reached t_end: its end values (a warning row says what it left)
             for name in job["outputs"]:
                 row[name] = _end_value(result, name)
         if job["save_runs"]:

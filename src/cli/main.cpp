@@ -248,6 +248,7 @@ struct SimulateArgs {
   double t_end = NAN, dt = NAN, rtol = NAN, atol = NAN, tolerance = 1e-6;
   int threads = 1, sample_every = 1;
   bool assemble = false, quiet = false, profile = false, plot = false, view = false;
+  JudgementOptions judge;         // --check-*: the self-judgement's thresholds
   std::vector<double> baumgarte;  // dca: alpha, beta
   bool planar = false;            // hdca: paper 004's planar form
   std::string precision = "double", inverse = "cholesky", error_control = "velocities";  // hdca
@@ -361,6 +362,7 @@ int simulate(const SimulateArgs& a) {
                 write_every, a.max_output_mb);
   ProgressBar bar(!a.quiet);
   run.stop = CleanStop::hook();
+  run.judge = a.judge;
   const auto stepping = std::chrono::steady_clock::now();
   SimulationResult r;
   {
@@ -396,9 +398,12 @@ int simulate(const SimulateArgs& a) {
                 writer.rows_written());
   }
   if (a.profile) print_profile(r);
+  if (r.status == "warning")
+    std::cerr << "treedyn: status warning: the run reached t_end but left its accuracy: " << r.message
+              << "\n  results are in " << out_dir << " (summary.json's judgement has each check)\n";
   if (r.status == "interrupted")
     std::cerr << "treedyn: " << r.message << "\n  results up to t = " << sci(r.t_reached) << " s are in " << out_dir << "\n";
-  else if (!r.ok())
+  else if (!r.completed())
     std::cerr << "treedyn: simulation failed: " << r.message << "\n"
               << "  results up to the failure are in " << out_dir << "\n";
   if (!summary_failure.empty()) {
@@ -410,11 +415,12 @@ int simulate(const SimulateArgs& a) {
       plot(out_dir, a.quiet);
     } catch (const std::exception& e) {
       std::cerr << "treedyn: " << e.what() << "\n";
-      return r.ok() ? 1 : 2;
+      return r.completed() ? 1 : 2;
     }
   }
-  if (a.view && r.status != "interrupted" && view_results(out_dir) != 0) return r.ok() ? 1 : 2;  // after a failure too
-  return CleanStop::exit_code(r.ok() ? 0 : 2);
+  const int status = r.ok() ? 0 : r.status == "warning" ? 3 : 2;
+  if (a.view && r.status != "interrupted" && view_results(out_dir) != 0) return r.completed() ? 1 : 2;  // after a failure too
+  return CleanStop::exit_code(status);
 }
 
 /// Options `compare` and `bench scaling` share.
@@ -610,6 +616,20 @@ int main(int argc, char** argv) {
   s->add_flag("--quiet,-q", sim.quiet, "print nothing but errors");
   s->add_flag("--profile", sim.profile, "print the time split per stage of the formulation");
   s->add_flag("--plot", sim.plot, "draw the results as SVG with gnuplot (as `treedyn plot` does)");
+  s->add_option("--check-energy", sim.judge.energy,
+                 "status warning when the energy drift (beyond the work of non-conservative loads) exceeds this share of "
+                 "the run's energy range (0: not checked)")
+      ->capture_default_str()->check(kNonNegative);
+  s->add_option("--check-position", sim.judge.position,
+                "status warning when the position constraint error exceeds this share of the model's length (0: not checked)")
+      ->capture_default_str()->check(kNonNegative);
+  s->add_option("--check-velocity", sim.judge.velocity,
+                "status warning when the velocity constraint error exceeds this share of the characteristic speed "
+                "sqrt(2 energy range / mass) (0: not checked)")
+      ->capture_default_str()->check(kNonNegative);
+  s->add_option("--check-quaternion", sim.judge.quaternion,
+                "status warning when a body's Euler parameters' norm leaves 1 by more than this (0: not checked)")
+      ->capture_default_str()->check(kNonNegative);
   s->add_flag("--view", sim.view, "write viewer.html beside the results: the run in 3-D with its plots (as `treedyn view` does)");
   s->add_option("--baumgarte", sim.baumgarte,
                 "dca: Baumgarte stabilisation of loop-closing joints, alpha,beta (default 0,0: none, as in paper 001)")

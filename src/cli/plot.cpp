@@ -234,7 +234,7 @@ std::vector<std::string> write_scaling_script(const fs::path& dir) {
     std::vector<std::string> f;  // the fields read here all come before the (possibly quoted) message
     std::istringstream fields(line);
     for (std::string field; std::getline(fields, field, ',');) f.push_back(field);
-    if (static_cast<int>(f.size()) <= std::max({bodies, threads, formulation, status, cost}) || f[status] != "ok") continue;
+    if (static_cast<int>(f.size()) <= std::max({bodies, threads, formulation, status, cost}) || (f[status] != "ok" && f[status] != "warning")) continue;
     const std::string title = f[formulation] + ", " + f[threads] + (f[threads] == "1" ? " thread" : " threads");
     auto block = std::find_if(blocks.begin(), blocks.end(), [&](const auto& b) { return b.first == title; });
     if (block == blocks.end()) block = blocks.insert(blocks.end(), {title, ""});

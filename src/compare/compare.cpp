@@ -55,7 +55,7 @@ std::string reference_note(const Model& model, const CompareOptions& options, bo
   std::ostringstream note;
   note << "deviations from `reference` (" << reference_row.settings << ") at the " << reference.t.size()
        << " common sample times";
-  if (reference_row.status != "ok")
+  if (!reference_row.result.completed())
     note << " up to t = " << (reference.t.empty() ? 0.0 : reference.t.back()) << " s (the reference "
          << reference_row.status << ": " << reference_row.message << ")";
   return note.str();
@@ -203,7 +203,7 @@ CompareReport compare_formulations(const std::shared_ptr<const Model>& model_ptr
   report.threads = options.threads;
   report.t_end = options.t_end.value_or(model.defaults.t_end.value_or(10.0));
   report.sample_interval = compare_detail::sample_interval(options, report.t_end);
-  const RunOptions run{report.t_end, report.sample_interval, 1, options.stop};
+  const RunOptions run{report.t_end, report.sample_interval, 1, options.stop, {}};
 
   compare_detail::PositionTrack reference;
   const bool with_reference = model.body_count() <= options.reference_max_bodies;
@@ -294,7 +294,7 @@ std::string compare_markdown(const CompareReport& report) {
   for (const CompareRow& row : report.rows) {
     const SimulationResult& r = row.result;
     s << "| " << row.formulation << " | " << row.status;
-    if (row.status != "ok" && row.status != "failed") {
+    if (row.status != "ok" && row.status != "warning" && row.status != "failed") {
       s << " | | | | | | | | |\n";
       continue;
     }

@@ -47,11 +47,11 @@ ScalingRow run_point(const std::shared_ptr<const Model>& chain, const std::strin
   }
   CompareOptions c = o.compare;
   c.threads = threads;
-  const RunOptions run{o.t_end, compare_detail::sample_interval(c, o.t_end), 1, o.compare.stop};
+  const RunOptions run{o.t_end, compare_detail::sample_interval(c, o.t_end), 1, o.compare.stop, {}};
   const CompareRow r = compare_detail::run_row(chain, name, c, run, {}, name == "reference" ? nullptr : reference, nullptr);
   row.status = r.status;
   row.message = r.message;
-  row.t_reached = r.status == "ok" ? r.result.t_reached : r.status == "failed" ? r.result.failure_time : 0.0;
+  row.t_reached = r.result.completed() ? r.result.t_reached : r.status == "failed" ? r.result.failure_time : 0.0;
   row.wall_seconds = r.result.wall_seconds;
   row.steps = r.result.stats.steps;
   row.position_deviation = r.position_deviation;
@@ -62,7 +62,7 @@ ScalingRow run_point(const std::shared_ptr<const Model>& chain, const std::strin
 compare_detail::PositionTrack reference_track(const std::shared_ptr<const Model>& chain, const ScalingOptions& o) {
   compare_detail::PositionTrack track;
   if (chain->body_count() > o.compare.reference_max_bodies) return track;
-  const RunOptions run{o.t_end, compare_detail::sample_interval(o.compare, o.t_end), 1, o.compare.stop};
+  const RunOptions run{o.t_end, compare_detail::sample_interval(o.compare, o.t_end), 1, o.compare.stop, {}};
   compare_detail::run_row(chain, "reference", o.compare, run, {}, nullptr, &track);
   return track;
 }
@@ -96,7 +96,7 @@ std::string settings_lines(const ScalingOptions& o, const std::string& name) {
 double fastest(const ScalingReport& report, int bodies, int threads) {
   double best = std::numeric_limits<double>::quiet_NaN();
   for (const ScalingRow& r : report.rows)
-    if (r.bodies == bodies && r.threads == threads && r.status == "ok" && !(r.cost() >= best)) best = r.cost();
+    if (r.bodies == bodies && r.threads == threads && (r.status == "ok" || r.status == "warning") && !(r.cost() >= best)) best = r.cost();
   return best;
 }
 

@@ -337,8 +337,21 @@ std::string summary_json(const Model& model, const SimulationResult& r) {
                                {"acceleration", r.constraint_error_max.acceleration}};
   j["status"] = r.status;
   j["message"] = r.message;
-  if (!r.ok()) j["failure_time"] = r.failure_time;
+  if (!r.completed()) j["failure_time"] = r.failure_time;
   j["warnings"] = r.warnings;
+  if (r.completed()) {  // how the run judged itself (status ok or warning)
+    nlohmann::ordered_json checks = nlohmann::ordered_json::array();
+    for (const Judgement::Check& c : r.judgement.checks) {
+      nlohmann::ordered_json x = {{"name", c.name}, {"value", number_or_null(c.value)}, {"threshold", c.threshold},
+                                  {"passed", c.passed}};
+      if (!c.note.empty()) x["note"] = c.note;
+      checks.push_back(x);
+    }
+    j["judgement"] = {{"energy_range", r.judgement.energy_range},
+                      {"length", r.judgement.length},
+                      {"speed", r.judgement.speed},
+                      {"checks", checks}};
+  }
   if (!r.stage_seconds.empty()) j["stage_seconds"] = r.stage_seconds;
   if (!r.diagnostics.empty()) j["diagnostics"] = r.diagnostics;
   return j.dump(2) + "\n";
@@ -359,7 +372,7 @@ void ResultWriter::finish(const SimulationResult& result) {
   }
   close_files();
   SimulationResult r = result;
-  if (!late_failure.empty() && r.ok()) {
+  if (!late_failure.empty() && r.completed()) {
     r.status = "failed";
     r.message = late_failure;
     r.failure_time = r.t_reached;
@@ -370,7 +383,7 @@ void ResultWriter::finish(const SimulationResult& result) {
                        {"format", format_ == OutputFormat::Npy ? "npy" : "csv"},
                        {"joint_coordinates", coordinates_ != nullptr}};
   write_file_atomically(directory_ + "/summary.json", summary.dump(2) + "\n");
-  if (!late_failure.empty() && result.ok()) throw std::runtime_error(late_failure);
+  if (!late_failure.empty() && result.completed()) throw std::runtime_error(late_failure);
 }
 
 void write_file_atomically(const std::string& path, const std::string& text) {

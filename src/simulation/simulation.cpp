@@ -1,5 +1,6 @@
 #include "treedyn/simulation.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -15,6 +16,62 @@ void check_finite(const Model& model, const Snapshot& s) {
       throw SimulationError(s.t, "the state of body '" + model.bodies[i].name + "' is not finite (the simulation diverged)");
   }
 }
+
+namespace {
+
+/// A length of the model: the extent of its bodies' centres of mass and ground-joint locations at
+/// t0, or its largest radius of gyration when larger (a single body).
+double characteristic_length(const Model& model) {
+  Vec3 low = Vec3::Constant(INFINITY), high = Vec3::Constant(-INFINITY);
+  double gyration = 0.0;
+  auto extend = [&](const Vec3& p) { low = low.cwiseMin(p), high = high.cwiseMax(p); };
+  for (const Body& b : model.bodies) {
+    extend(b.position);
+    if (b.mass > 0.0) gyration = std::max(gyration, std::sqrt(b.inertia.trace() / b.mass));
+  }
+  for (const Joint& j : model.joints)
+    if (j.parent == kGround) extend(j.parent_frame.origin);
+  return std::max(model.bodies.empty() ? 0.0 : (high - low).norm(), gyration);
+}
+
+/// Judges a completed run against options (Judgement): its status becomes "warning", with the
+/// reasons, when a check fails.
+void judge(const Model& model, const JudgementOptions& options, double kinetic_max, double potential_range,
+           double quaternion_error, bool nonconservative, SimulationResult& r) {
+  Judgement& j = r.judgement;
+  double mass = 0.0;
+  for (const Body& b : model.bodies) mass += b.mass;
+  j.length = characteristic_length(model);
+  // The samples alone can miss the range (a run sampled only at its ends): gravity's work over
+  // the model's length bounds it from the model too.
+  j.energy_range = std::max({kinetic_max, potential_range, mass * model.gravity.norm() * j.length});
+  j.speed = mass > 0.0 ? std::sqrt(2.0 * j.energy_range / mass) : 0.0;
+  // A check: `value` against `relative` times `scale` (its name says which); 0 switches it off.
+  auto check = [&](const char* name, double value, double relative, double scale, const char* scale_name,
+                   const char* unit, const char* what) {
+    Judgement::Check c{name, value, relative * scale, true, ""};
+    if (relative > 0.0 && std::isnan(value)) c.note = std::string(what) + " unknown";
+    else if (relative > 0.0 && std::string(name) == "energy" && nonconservative)
+      c.note = "not judged: the work of non-conservative loads and drivers is integrated over the samples (trapezoidal "
+               "rule), too coarsely to judge the drift by at any sampling";
+    else if (relative > 0.0 && !(scale > 0.0)) c.note = std::string("no ") + scale_name + " to judge it by";
+    else if (relative > 0.0) c.passed = value <= c.threshold;
+    if (!c.passed)
+      r.message += std::string(r.message.empty() ? "" : "; ") + what + " " + sci(value) + unit + " exceeds " +
+                   sci(relative) + " of the " + scale_name + " " + sci(scale) + unit + " (--check-" + name + ")";
+    j.checks.push_back(c);
+  };
+  check("energy", r.energy_drift_max, options.energy, j.energy_range, "energy range", " J", "energy drift");
+  check("position", r.constraint_error_max.position, options.position, j.length, "characteristic length", " m",
+        "position constraint error");
+  check("velocity", r.constraint_error_max.velocity, options.velocity, j.speed, "characteristic speed", " m/s",
+        "velocity constraint error");
+  check("quaternion", quaternion_error, options.quaternion, 1.0, "unit norm", "", "Euler-parameter norm error");
+  for (const Judgement::Check& c : j.checks)
+    if (!c.passed) r.status = "warning";
+}
+
+}  // namespace
 
 SimulationResult run_simulation(Simulator& sim, const RunOptions& options, SampleSink* sink,
                                 const ProgressCallback& progress) {
@@ -39,6 +96,7 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
   result.t_end = options.t_end;
   result.t_reached = t0;
   Metrics metrics(model, &sim.inputs());
+  double kinetic_max = 0.0, potential_min = INFINITY, potential_max = -INFINITY, quaternion_error = 0.0, work = 0.0;
   double wall = 0.0;  // inside advance_to, the failing call included
   Clock::time_point advancing{};
   bool in_advance = false;
@@ -55,6 +113,10 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
     result.constraint_error_max.position = std::max(result.constraint_error_max.position, m.max.position);
     result.constraint_error_max.velocity = std::max(result.constraint_error_max.velocity, m.max.velocity);
     result.constraint_error_max.acceleration = std::max(result.constraint_error_max.acceleration, m.max.acceleration);
+    kinetic_max = std::max(kinetic_max, m.kinetic);
+    work = std::max(work, std::abs(m.work_nonconservative));
+    potential_min = std::min(potential_min, m.potential), potential_max = std::max(potential_max, m.potential);
+    for (const BodyState& b : snapshot.bodies) quaternion_error = std::max(quaternion_error, std::abs(b.q.norm() - 1.0));
     if (sink) sink->write(snapshot, m, sim.stats());
     ++result.samples;  // written (a sink that failed to write it has thrown)
   };
@@ -96,6 +158,9 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
   result.warnings = sim.warnings();  // after the run: some notices arise during it
   result.stage_seconds = sim.formulation().stage_seconds();
   result.diagnostics = sim.formulation().diagnostics();
+  if (result.status == "ok")
+    judge(model, options.judge, kinetic_max, potential_max >= potential_min ? potential_max - potential_min : 0.0,
+          quaternion_error, work > 0.0, result);
   return result;
 }
 

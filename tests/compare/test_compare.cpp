@@ -85,7 +85,7 @@ TEST(Compare, DeviationIsTheLargestBodyDistanceAtCommonTimes) {
   CompareOptions o = over(0.5);
   o.formulations = {"dca"};
   const CompareReport report = compare_formulations(share(model), o);
-  RunOptions run{0.5, 0.01, 1, {}};
+  RunOptions run{0.5, 0.01, 1, {}, {}};
   Recording ref, dca;
   Simulator reference(share(model), "reference", suggested_settings(model, "reference", o));
   Simulator dca_run(share(model), "dca", suggested_settings(model, "dca", o));
