@@ -413,7 +413,7 @@ struct InterruptCheck {
 };
 
 std::shared_ptr<RecordedRun> simulate(const std::shared_ptr<Model>& model, const std::string& formulation, double t_end,
-                                      double dt, int sample_every, const py::dict& options) {
+                                      double dt, int sample_every, const py::dict& options, const py::dict& checks) {
   if (!model) throw std::invalid_argument("simulate: no model");
   FormulationSettings settings = settings_of(formulation, options);
   if (!options.contains("dt")) settings.dt = dt;
@@ -423,6 +423,17 @@ std::shared_ptr<RecordedRun> simulate(const std::shared_ptr<Model>& model, const
   ro.t_end = t_end;
   ro.dt = dt;
   ro.sample_every = sample_every;
+  for (const auto& [key, value] : checks) {  // the self-judgement's thresholds, as the CLI's --check-*
+    const auto name = py::cast<std::string>(key);
+    const double x = py::cast<double>(value);
+    if (!(x >= 0.0) || !std::isfinite(x))
+      throw std::invalid_argument("checks: " + name + " must be a finite number >= 0 (0: not checked), got " + sci(x));
+    if (name == "energy") ro.judge.energy = x;
+    else if (name == "position") ro.judge.position = x;
+    else if (name == "velocity") ro.judge.velocity = x;
+    else if (name == "quaternion") ro.judge.quaternion = x;
+    else throw std::invalid_argument("checks: no check named '" + name + "' (energy, position, velocity, quaternion)");
+  }
   run->reserve(static_cast<std::size_t>(std::clamp(std::ceil(t_end / (dt * sample_every)), 0.0, double(1 << 20))) + 2);
   InterruptCheck check;
   ro.stop = [&check] { return check(); };
@@ -798,7 +809,7 @@ PYBIND11_MODULE(_treedyn, m) {
       .def("summary_json", [](const RecordedRun& r) { return summary_json(*r.model, r.result); })
       .def("save", &RecordedRun::save, py::arg("directory"));
   m.def("_simulate", &simulate, py::arg("model"), py::arg("formulation"), py::arg("t_end"), py::arg("dt"),
-        py::arg("sample_every"), py::arg("options"));
+        py::arg("sample_every"), py::arg("options"), py::arg("checks") = py::dict());
   m.def("_compare",
         [](const std::shared_ptr<Model>& model, const py::dict& o, const std::string& output) {
           CompareOptions options;

@@ -218,3 +218,17 @@ def test_result_columns_are_the_files_columns_by_name_and_value(models_dir, tmp_
         np.testing.assert_allclose(result.column(name), files.column(name), rtol=1e-11, atol=1e-300, err_msg=name)
     with pytest.raises(KeyError, match="no such column"):
         result.column("tie.length_m")
+
+
+def test_a_run_judges_itself_and_the_thresholds_are_the_command_lines(four_bar):
+    """Backward Euler at paper 002's step drains the four-bar's energy: warning, with the energy
+    check failed; switched off, ok; the reference stays ok with every check passed."""
+    drained = treedyn.simulate(four_bar, "fully-implicit", t_end=5.0)
+    assert drained.status == "warning" and "energy drift" in drained.message
+    checks = {c["name"]: c for c in drained.summary["judgement"]["checks"]}
+    assert not checks["energy"]["passed"] and checks["energy"]["value"] > checks["energy"]["threshold"]
+    assert treedyn.simulate(four_bar, "fully-implicit", t_end=5.0, checks={"energy": 0}).status == "ok"
+    good = treedyn.simulate(four_bar, t_end=2.0)
+    assert good.status == "ok" and all(c["passed"] for c in good.summary["judgement"]["checks"])
+    with pytest.raises(ValueError, match="no check named 'energie'"):
+        treedyn.simulate(four_bar, t_end=0.1, checks={"energie": 0.1})

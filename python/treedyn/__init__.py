@@ -292,6 +292,7 @@ def simulate(
     dt: Optional[float] = None,
     sample_every: int = 1,
     output: Optional[str] = None,
+    checks: Optional[Dict[str, float]] = None,
     **options,
 ) -> Result:
     """Runs `model` from its initial state to t_end, sampling every dt, as `treedyn simulate` does.
@@ -300,7 +301,9 @@ def simulate(
     is the step of the fixed-step methods and the sampling interval of the adaptive ones. Options
     use the command line's names (integrator, rtol, atol, alpha, newton_max, ...; see options());
     one that does not apply to the formulation raises ValueError. With `output`, the command line's
-    files are written there too.
+    files are written there too. A run that reaches t_end judges itself (Result.status "ok" or
+    "warning", summary["judgement"]); `checks` changes the thresholds as the CLI's --check-*:
+    {"energy": 0.1, "position": 1e-2, "velocity": 0.1, "quaternion": 1e-6}, 0 switching one off.
 
     Raises ModelError for a bad model, SimulationFailed (with .time and the partial .result) when
     the run fails, Interrupted (a KeyboardInterrupt, with .result) on Ctrl-C. The GIL is released
@@ -318,7 +321,7 @@ def simulate(
         raise ValueError(f"simulate: dt must be positive and finite, got {dt}")
     if not isinstance(sample_every, int) or sample_every < 1:
         raise ValueError(f"simulate: sample_every must be a positive whole number, got {sample_every!r}")
-    run = _treedyn._simulate(model, formulation, t_end, dt, sample_every, options)
+    run = _treedyn._simulate(model, formulation, t_end, dt, sample_every, options, dict(checks or {}))
     result = _result_of(run)
     if output is not None:
         result.save(output)
