@@ -306,7 +306,6 @@ struct RecordedRun : SampleSink {
     for (const Joint& j : model->joints) joints.push_back(j.name);
     d["body_names"] = bodies;
     d["joint_names"] = joints;
-    add_metric_columns(d, k);
     return d;
   }
 
@@ -315,7 +314,10 @@ struct RecordedRun : SampleSink {
   /// (k, joints + drivers, 3), force elements (k, elements, 2: length or angle or coordinate,
   /// then tension or torque or effort; springs, rotational springs, actuators in the model's
   /// order), drivers' efforts (k, drivers) or None.
-  void add_metric_columns(py::dict& d, py::ssize_t k) const {
+  /// Built only when asked (Result.column), not for every run.
+  py::dict metric_columns() const {
+    py::dict d;
+    const auto k = static_cast<py::ssize_t>(samples());
     const auto nc = static_cast<py::ssize_t>(nj + model->drivers.size());
     const auto ne = static_cast<py::ssize_t>(model->springs.size() + model->rotational_springs.size() + model->actuators.size());
     const auto nd = static_cast<py::ssize_t>(model->drivers.size());
@@ -359,6 +361,7 @@ struct RecordedRun : SampleSink {
     d["driver_efforts"] = with_efforts ? py::object(efforts) : py::none();
     d["driver_names"] = drivers;
     d["element_columns"] = element_columns;  // two per element, as metrics.csv names them
+    return d;
   }
 
   /// The command line's files (trajectory.csv, metrics.csv, joints.csv, summary.json), written by
@@ -806,6 +809,7 @@ PYBIND11_MODULE(_treedyn, m) {
   // Whole runs and comparisons -------------------------------------------------------------------
   py::class_<RecordedRun, std::shared_ptr<RecordedRun>>(m, "_RecordedRun")
       .def("arrays", &RecordedRun::arrays)
+      .def("metric_columns", &RecordedRun::metric_columns)
       .def("summary_json", [](const RecordedRun& r) { return summary_json(*r.model, r.result); })
       .def("save", &RecordedRun::save, py::arg("directory"));
   m.def("_simulate", &simulate, py::arg("model"), py::arg("formulation"), py::arg("t_end"), py::arg("dt"),

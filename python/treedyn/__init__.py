@@ -217,7 +217,7 @@ class Result:
 def _columns_of(r: Result) -> Dict[str, np.ndarray]:
     """The files' columns of a run in memory, named as ResultWriter names them (a test checks
     that these names and numbers are the files')."""
-    a = r._run.arrays() if r._run is not None else {}
+    a = r._run.metric_columns() if r._run is not None else {}
     table: Dict[str, np.ndarray] = {"t": r.t}
     for i, body in enumerate(r.body_names):
         for c, name in enumerate(("x", "y", "z", "qw", "qx", "qy", "qz")):
@@ -333,6 +333,15 @@ def simulate(
         error.result = result
         raise error
     return result
+
+
+def _write_atomically(path: str, data) -> None:
+    """Writes `data` (text or bytes) to `path` whole or not at all: a temporary file beside it,
+    then renamed over it."""
+    temporary = path + ".partial"
+    with open(temporary, "wb" if isinstance(data, bytes) else "w") as f:
+        f.write(data)
+    os.replace(temporary, path)
 
 
 def _column_name(cell: str) -> str:

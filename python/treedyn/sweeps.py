@@ -305,13 +305,6 @@ class SweepResult:
         return f"<treedyn.SweepResult {len(self.rows)} samples: " + ", ".join(f"{v} {k}" for k, v in c.items() if v) + ">"
 
 
-def _write_atomically(path: str, data) -> None:
-    temporary = path + ".partial"
-    with open(temporary, "wb" if isinstance(data, bytes) else "w") as f:
-        f.write(data)
-    os.replace(temporary, path)
-
-
 class _Folder:
     """<output>/: sweep.json (what the sweep is), model.json, samples.jsonl (each finished
     sample's record, a line appended as it arrives: one file, not one per sample, whose creation
@@ -332,8 +325,8 @@ class _Folder:
                     "give another output folder, or remove this one to start again"
                 )
         else:
-            _write_atomically(os.path.join(path, "model.json"), model_text)
-            _write_atomically(manifest_path, json.dumps(manifest, indent=1) + "\n")
+            treedyn._write_atomically(os.path.join(path, "model.json"), model_text)
+            treedyn._write_atomically(manifest_path, json.dumps(manifest, indent=1) + "\n")
         self.log = None
 
     def done(self) -> Dict[int, Dict[str, Any]]:
@@ -361,7 +354,7 @@ class _Folder:
             run = os.path.join(self.path, "runs", f"{index:06d}")
             os.makedirs(run, exist_ok=True)
             for name, data in files.items():
-                _write_atomically(os.path.join(run, name), data)
+                treedyn._write_atomically(os.path.join(run, name), data)
         if self.log is None:
             self.log = open(self.log_path, "a")
             if self.log.tell() > 0:  # a line a crash cut short ends here, not inside the next
@@ -377,7 +370,7 @@ class _Folder:
 
     def write_table(self, table: SweepResult) -> None:
         self.close()
-        _write_atomically(os.path.join(self.path, "sweep.csv"), table.csv())
+        treedyn._write_atomically(os.path.join(self.path, "sweep.csv"), table.csv())
 
 
 def _restore_nan(record: Dict[str, Any]) -> Dict[str, Any]:
@@ -531,7 +524,7 @@ def sweep(
     records = folder.done() if folder is not None else {}
     records = {i: _restore_nan(r) for i, r in records.items() if i < len(samples)}
     skipped = len(records)
-    todo = [i for i in range(len(samples)) if i not in records]
+    to_run = [i for i in range(len(samples)) if i not in records]
     columns = ["sample", *paths, "status", "message", "warnings", "t_reached", *outputs]
 
     def table(complete: bool) -> SweepResult:
@@ -549,10 +542,10 @@ def sweep(
     bar = _Progress(len(samples), skipped, progress)
     batches = None
     try:
-        if todo:
+        if to_run:
             if client is None:
                 client, own_cluster = _local_client(workers)
-            batches = _Batches(client, job, digest, samples, todo, outputs)
+            batches = _Batches(client, job, digest, samples, to_run, outputs)
             for record in batches.records():
                 if folder is not None:
                     folder.keep(record)
@@ -596,12 +589,12 @@ class _Batches:
 
     kTaskSeconds = 0.25
 
-    def __init__(self, client, job, digest, samples, todo, outputs):
+    def __init__(self, client, job, digest, samples, to_run, outputs):
         from distributed import as_completed
 
         self.client, self.samples, self.outputs = client, samples, outputs
         self.digest = f"{digest}-{uuid.uuid4().hex[:8]}"  # this call's own keys: never an earlier call's results
-        self.queue = list(todo)
+        self.queue = list(to_run)
         self.shared = client.submit(_job, job, key=f"treedyn-job-{digest}", pure=False)
         self.running = as_completed()
         self.items: Dict[str, List[tuple]] = {}

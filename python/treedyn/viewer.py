@@ -308,10 +308,8 @@ def write(results: str, output: Optional[str] = None, model=None, max_mb: float 
     data = viewer_data(results, model, max_mb, len(script) + len(css) + len(PAGE))
     text = json.dumps(data, allow_nan=False, separators=(",", ":")).replace("</", "<\\/")
     output = output or os.path.join(results, "viewer.html")
-    temporary = output + ".partial"
-    with open(temporary, "w") as f:
-        f.write(PAGE.replace("@@CSS@@", css, 1).replace("@@SCRIPT@@", script, 1).replace("@@DATA@@", text, 1))
-    os.replace(temporary, output)
+    page = PAGE.replace("@@CSS@@", css, 1).replace("@@SCRIPT@@", script, 1).replace("@@DATA@@", text, 1)
+    treedyn._write_atomically(output, page)
     return output
 
 
