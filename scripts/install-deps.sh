@@ -17,6 +17,9 @@ packages=(
   python3-pytest python3-matplotlib python3-setuptools  # its tests, plots, pip install .
   python3-distributed python3-tqdm  # treedyn sweep: Dask's scheduler runs the samples; tqdm's bar
   chromium python3-websocket  # the viewer's tests: headless Chromium driven over its DevTools protocol
+  liburdfdom-dev libtinyxml-dev  # URDF import (urdfdom, and the TinyXML it parses with)
+  libmujoco-dev libmujoco-samples  # MJCF import through MuJoCo's compiler; its sample models test it
+  libsdformat-dev        # SDFormat import
 )
 
 # npm bundles the viewer (three.js, uPlot: scripts/build-viewer.sh); a machine whose Node.js

@@ -16,7 +16,10 @@ namespace treedyn {
 /// problem build() finds.
 Model parse_model_json(const std::string& text, const std::string& source = "<model>");
 
-/// Reads a model file; throws ModelError (also when the file cannot be read).
+/// Reads a model file; throws ModelError (also when the file cannot be read). A file ending in
+/// .urdf, .xml/.mjcf or .sdf is imported (model_import.hpp); its import warnings (what the file
+/// holds that treedyn does not model) are lost here: read it with the overload that takes
+/// `import_warnings` to keep them.
 Model read_model_file(const std::string& path);
 
 /// A body's shape from its JSON object text ({"type": "cylinder", "radius": 0.02, ...}, as in a
@@ -46,6 +49,9 @@ ModelOverride parse_override(const std::string& text);
 /// validation problems its value causes.
 Model parse_model_json(const std::string& text, const std::string& source, const std::vector<ModelOverride>& overrides);
 Model read_model_file(const std::string& path, const std::vector<ModelOverride>& overrides);
+/// As above; an imported file's warnings are appended to `import_warnings` (not null).
+Model read_model_file(const std::string& path, const std::vector<ModelOverride>& overrides,
+                      std::vector<std::string>* import_warnings);
 
 /// Canonical JSON text of a model. Throws ModelError if the model holds a C++ callback function,
 /// which has no JSON form.

@@ -18,6 +18,7 @@
 #include "treedyn/compare.hpp"
 #include "treedyn/errors.hpp"
 #include "treedyn/model_builder.hpp"
+#include "treedyn/model_import.hpp"
 #include "treedyn/model_json.hpp"
 #include "treedyn/options.hpp"
 #include "treedyn/projection.hpp"
@@ -588,11 +589,23 @@ PYBIND11_MODULE(_treedyn, m) {
     for (const auto& [path, value] : pairs) o.push_back({path, value});
     return o;
   };
+  // (model, import warnings): the warnings of a URDF, MJCF or SDFormat file (python/treedyn
+  // raises them as ModelImportWarning).
   m.def("load_model",
         [overrides_of](const std::string& path, const std::vector<std::pair<std::string, std::string>>& overrides) {
-          return std::make_shared<Model>(read_model_file(path, overrides_of(overrides)));
+          std::vector<std::string> warnings;
+          auto model = std::make_shared<Model>(read_model_file(path, overrides_of(overrides), &warnings));
+          return py::make_tuple(model, warnings);
         },
         py::arg("path"), py::arg("overrides") = std::vector<std::pair<std::string, std::string>>{});
+  m.def("import_model_file",
+        [](const std::string& path, double connector_mass_fraction) {
+          ImportOptions options;
+          options.connector_mass_fraction = connector_mass_fraction;
+          ImportedModel imported = import_model_file(path, options);
+          return py::make_tuple(std::make_shared<Model>(std::move(imported.model)), imported.warnings);
+        },
+        py::arg("path"), py::arg("connector_mass_fraction") = ImportOptions{}.connector_mass_fraction);
   m.def("model_from_json",
         [overrides_of](const std::string& text, const std::vector<std::pair<std::string, std::string>>& overrides,
                        const std::string& source) {

@@ -47,6 +47,8 @@ __all__ = [
     "Simulator",
     "Result",
     "load_model",
+    "import_model",
+    "ModelImportWarning",
     "model_from_json",
     "simulate",
     "load_result",
@@ -86,15 +88,41 @@ def _overrides(overrides) -> List[tuple]:
     return pairs
 
 
+class ModelImportWarning(UserWarning):
+    """What an imported URDF, MJCF or SDFormat file holds that treedyn does not model (shown by
+    default, unlike Python's ImportWarning)."""
+
+
 def load_model(path, overrides: Optional[Dict[str, Any]] = None) -> Model:
-    """Reads a model file (treedyn's JSON), with `overrides` applied first: {"bodies.crank.mass": 2,
-    "joints.pin.axis": [0, 0, 1], "forces.spring.stiffness": 50, "gravity": [0, 0, -9.81]} (paths
-    as the command line's --set). Raises FileNotFoundError for a missing file and ModelError (a
-    ValueError) naming the item, or the override, for a bad model."""
+    """Reads a model file, treedyn's JSON or, by its extension, URDF (.urdf), MJCF (.xml, .mjcf)
+    or SDFormat (.sdf) imported (docs/import.md), with `overrides` applied first:
+    {"bodies.crank.mass": 2, "joints.pin.axis": [0, 0, 1], "forces.spring.stiffness": 50,
+    "gravity": [0, 0, -9.81]} (paths as the command line's --set). What an imported file holds
+    that treedyn does not model (contacts, limits, actuators, ...) is a ModelImportWarning. Raises
+    FileNotFoundError for a missing file and ModelError (a ValueError) naming the item, or the
+    override, for a bad model."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(2, "no such model file", path)
-    return _treedyn.load_model(path, _overrides(overrides))
+    model, import_warnings = _treedyn.load_model(path, _overrides(overrides))
+    for w in import_warnings:
+        warnings.warn(w, ModelImportWarning, stacklevel=2)
+    return model
+
+
+def import_model(path, output=None, connector_mass_fraction: float = 1e-6):
+    """Imports a URDF, MJCF or SDFormat file: (model, warnings), the warnings a list of strings
+    (what the file holds that treedyn does not model, and approximations made). With `output`,
+    writes the model's JSON there (as `treedyn import FILE -o OUTPUT`). MJCF bodies whose joints no
+    single treedyn joint reproduces go through connector bodies carrying
+    `connector_mass_fraction` of their mass (0 refuses them)."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(2, "no such model file", path)
+    model, import_warnings = _treedyn.import_model_file(path, float(connector_mass_fraction))
+    if output is not None:
+        model.save(os.fspath(output))
+    return model, list(import_warnings)
 
 
 def model_from_json(text: str, overrides: Optional[Dict[str, Any]] = None, source: str = "<model>") -> Model:

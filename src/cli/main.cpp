@@ -20,6 +20,7 @@
 #include "treedyn/formulations.hpp"
 #include "treedyn/generators.hpp"
 #include "treedyn/integrators.hpp"
+#include "treedyn/model_import.hpp"
 #include "treedyn/model_json.hpp"
 #include "treedyn/options.hpp"
 #include "treedyn/threading.hpp"
@@ -297,9 +298,39 @@ std::vector<ModelOverride> overrides_of(const std::vector<std::string>& sets) {
   return o;
 }
 
+const char* const kModelFileHelp = "model file: treedyn JSON, or URDF (.urdf), MJCF (.xml) or SDFormat (.sdf), imported";
+
+/// treedyn import: writes the JSON of a URDF, MJCF or SDFormat file, with the overrides applied.
+int import_model(const std::string& path, const std::string& output, const std::vector<std::string>& sets,
+                 const ImportOptions& options) {
+  if (model_format_of(path) == ModelFormat::Json)
+    throw ModelError(path + ": treedyn import reads URDF (.urdf), MJCF (.xml, .mjcf) and SDFormat (.sdf) files");
+  ImportedModel imported = import_model_file(path, options);
+  for (const auto& w : imported.warnings) std::cerr << "warning: " << w << "\n";
+  if (!sets.empty()) imported.model = parse_model_json(write_model_json(imported.model), path, overrides_of(sets));
+  const Model& m = imported.model;
+  const Topology topo(m);
+  write_model_file(m, output);
+  std::printf("imported %s (%s): %d bodies, %d joints, %zu loops, mobility %d\nwrote %s\n", path.c_str(),
+              to_string(model_format_of(path)), m.body_count(), m.joint_count(), topo.loop_joints().size(), topo.mobility(),
+              output.c_str());
+  return 0;
+}
+
+/// Reads a model file (JSON, or imported from URDF, MJCF, SDFormat) with the --set overrides. An
+/// import's warnings go to `import_warnings` when given, else to standard error.
+Model read_model(const std::string& path, const std::vector<std::string>& sets,
+                 std::vector<std::string>* import_warnings = nullptr) {
+  std::vector<std::string> warnings;
+  Model model = read_model_file(path, overrides_of(sets), &warnings);
+  if (import_warnings) import_warnings->insert(import_warnings->end(), warnings.begin(), warnings.end());
+  else for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
+  return model;
+}
+
 Model load_consistent_model(const std::string& path, const std::vector<std::string>& sets, bool assemble, double tolerance,
-                            bool quiet) {
-  Model model = read_model_file(path, overrides_of(sets));
+                            bool quiet, std::vector<std::string>* import_warnings = nullptr) {
+  Model model = read_model(path, sets, import_warnings);
   const ConsistencyReport report = check_initial_state(model, tolerance);
   if (report.consistent()) return model;
   if (!assemble) {
@@ -326,8 +357,9 @@ void plot(const std::string& dir, bool quiet) {
 }
 
 int simulate(const SimulateArgs& a) {
-  const auto model_ptr =
-      std::make_shared<const Model>(load_consistent_model(a.model_path, a.sets, a.assemble, a.tolerance, a.quiet));
+  std::vector<std::string> import_warnings;  // listed with the run's own warnings, in summary.json too
+  const auto model_ptr = std::make_shared<const Model>(
+      load_consistent_model(a.model_path, a.sets, a.assemble, a.tolerance, a.quiet, &import_warnings));
   const Model& model = *model_ptr;
   const std::string formulation = !a.formulation.empty() ? a.formulation : model.defaults.formulation.value_or("reference");
   RunOptions run;
@@ -373,6 +405,7 @@ int simulate(const SimulateArgs& a) {
   if (r.status == "interrupted") r.message += CleanStop::by();
   r.setup_seconds = std::chrono::duration<double>(stepping - a.started).count();
   r.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - a.started).count();
+  r.warnings.insert(r.warnings.begin(), import_warnings.begin(), import_warnings.end());
   std::string summary_failure;  // the CSVs or summary.json could not be finished (a full disk)
   try {
     writer.finish(r);
@@ -535,7 +568,7 @@ int bench_scaling(const CompareArgs& a, ScalingOptions o, const std::string& joi
 }
 
 int info(const std::string& path, const std::vector<std::string>& sets) {
-  const Model model = read_model_file(path, overrides_of(sets));
+  const Model model = read_model(path, sets);
   const Topology topo(model);
   const AssemblyTree tree(model, topo);
   std::printf("model %s: %s\n", model.name.c_str(), model.description.c_str());
@@ -583,7 +616,7 @@ int main(int argc, char** argv) {
 
   SimulateArgs sim;
   auto* s = app.add_subcommand("simulate", "simulate a model, write trajectory.csv, metrics.csv, summary.json");
-  s->add_option("model", sim.model_path, "model file (JSON)")->required()->check(CLI::ExistingFile);
+  s->add_option("model", sim.model_path, kModelFileHelp)->required()->check(CLI::ExistingFile);
   s->add_option("--formulation,-f", sim.formulation, "formulation (default: the model's, else reference)");
   s->add_option("--t-end", sim.t_end, "end time, s (default: the model's, else 10)")->check(kNonNegative);
   s->add_option("--dt", sim.dt, "step of fixed-step methods, output interval of adaptive ones, s (default: the model's, else 0.01)")
@@ -674,7 +707,7 @@ int main(int argc, char** argv) {
 
   std::string info_path;
   auto* i = app.add_subcommand("info", "print bodies, joints, mobility, redundancy, loops and the assembly tree");
-  i->add_option("model", info_path, "model file (JSON)")->required()->check(CLI::ExistingFile);
+  i->add_option("model", info_path, kModelFileHelp)->required()->check(CLI::ExistingFile);
   std::vector<std::string> info_sets;
   i->add_option("--set", info_sets, "as simulate --set")->allow_extra_args(false)->take_all();
 
@@ -704,8 +737,23 @@ int main(int argc, char** argv) {
 
   std::string asm_path, asm_out;
   auto* as = app.add_subcommand("assemble", "project a model's initial state onto its constraints and write it");
-  as->add_option("model", asm_path, "model file (JSON)")->required()->check(CLI::ExistingFile);
+  as->add_option("model", asm_path, kModelFileHelp)->required()->check(CLI::ExistingFile);
   as->add_option("--output,-o", asm_out, "model file to write")->required();
+
+  std::string imp_path, imp_out;
+  std::vector<std::string> imp_sets;
+  ImportOptions imp_options;
+  auto* im = app.add_subcommand("import", "read a URDF, MJCF or SDFormat file and write treedyn's JSON of it (docs/import.md)");
+  im->add_option("model", imp_path, "URDF (.urdf), MJCF (.xml, .mjcf) or SDFormat (.sdf) file")->required()->check(CLI::ExistingFile);
+  im->add_option("--output,-o", imp_out, "model file to write (JSON)")->required();
+  im->add_option("--set", imp_sets, "as simulate --set, on the imported model (gravity=[0,0,-9.80665])")
+      ->allow_extra_args(false)
+      ->take_all();
+  im->add_option("--connector-mass-fraction", imp_options.connector_mass_fraction,
+                 "MJCF: share of a body's mass and inertia each connector body carries where several joints of the body are "
+                 "no single treedyn joint; 0 refuses such bodies")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.1));
 
   std::string cmp_path;
   CompareArgs cmp;
@@ -713,7 +761,7 @@ int main(int argc, char** argv) {
   int cmp_threads = 1;
   bool cmp_assemble = false, cmp_quiet = false, cmp_plot = false;
   auto* c = app.add_subcommand("compare", "run one model under several formulations and tabulate accuracy, cost and constraint errors side by side");
-  c->add_option("model", cmp_path, "model file (JSON)")->required()->check(CLI::ExistingFile);
+  c->add_option("model", cmp_path, kModelFileHelp)->required()->check(CLI::ExistingFile);
   c->add_option("--set", cmp.sets, "as simulate --set")->allow_extra_args(false)->take_all();
   add_compare_options(c, cmp);
   c->add_option("--t-end", cmp_t_end, "end time, s (default: the model's, else 10)")->check(kNonNegative);
@@ -750,7 +798,7 @@ int main(int argc, char** argv) {
                      "write viewer.html: a run, or a comparison's runs overlaid, in 3-D with its time plots, one "
                      "self-contained page (the Python package's command: treedyn view --help)");
 
-  const std::vector<std::string> commands = {"simulate", "info", "generate", "plot", "assemble", "compare", "bench", "sweep", "view"};
+  const std::vector<std::string> commands = {"simulate", "info", "generate", "plot", "assemble", "import", "compare", "bench", "sweep", "view"};
   if (argc > 1 && argv[1][0] != '-' && std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
     std::cerr << "treedyn: unknown command '" << argv[1] << "'" << closest_hint(argv[1], commands) << " (commands:";
     for (const auto& c : commands) std::cerr << " " << c;
@@ -810,9 +858,10 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
+    if (*im) return import_model(imp_path, imp_out, imp_sets, imp_options);
     if (*as) {
       AssemblyReport report;
-      const Model m = assemble_initial_state(read_model_file(asm_path), report);
+      const Model m = assemble_initial_state(read_model(asm_path, {}), report);
       write_model_file(m, asm_out);
       std::cout << report.summary(m) << "wrote " << asm_out << "\n";
       return 0;

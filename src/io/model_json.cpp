@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "treedyn/model_builder.hpp"
+#include "treedyn/model_import.hpp"
 
 namespace treedyn {
 namespace {
@@ -517,7 +518,16 @@ Model parse_model_json(const std::string& text, const std::string& source, const
 
 Model parse_model_json(const std::string& text, const std::string& source) { return parse_model_json(text, source, {}); }
 
-Model read_model_file(const std::string& path, const std::vector<ModelOverride>& overrides) {
+Model read_model_file(const std::string& path, const std::vector<ModelOverride>& overrides,
+                      std::vector<std::string>* import_warnings) {
+  if (model_format_of(path) != ModelFormat::Json) {
+    ImportedModel imported = import_model_file(path);
+    if (import_warnings)
+      import_warnings->insert(import_warnings->end(), imported.warnings.begin(), imported.warnings.end());
+    // Overrides address the JSON document: the imported model's, which reads back exactly.
+    if (overrides.empty()) return std::move(imported.model);
+    return parse_model_json(write_model_json(imported.model), path, overrides);
+  }
   std::ifstream in(path);
   if (!in) throw ModelError(path + ": cannot open the model file");
   std::stringstream buffer;
@@ -525,7 +535,10 @@ Model read_model_file(const std::string& path, const std::vector<ModelOverride>&
   return parse_model_json(buffer.str(), path, overrides);
 }
 
-Model read_model_file(const std::string& path) { return read_model_file(path, {}); }
+Model read_model_file(const std::string& path, const std::vector<ModelOverride>& overrides) {
+  return read_model_file(path, overrides, nullptr);
+}
+Model read_model_file(const std::string& path) { return read_model_file(path, {}, nullptr); }
 
 std::string write_model_json(const Model& model) { return to_json(model).dump(2) + "\n"; }
 
