@@ -35,7 +35,7 @@ struct ImportOptions {
   /// MJCF bodies with several joints that no single treedyn joint reproduces (hinges at
   /// different points, or not perpendicular) are joined through connector bodies, each carrying
   /// this fraction of the body's mass and inertia (taken from it). 0 refuses such bodies.
-  double connector_mass_fraction = 1e-6;
+  double connector_mass_fraction = 1e-4;
 };
 
 struct ImportedModel {

@@ -110,7 +110,7 @@ def load_model(path, overrides: Optional[Dict[str, Any]] = None) -> Model:
     return model
 
 
-def import_model(path, output=None, connector_mass_fraction: float = 1e-6):
+def import_model(path, output=None, connector_mass_fraction: float = 1e-4):
     """Imports a URDF, MJCF or SDFormat file: (model, warnings), the warnings a list of strings
     (what the file holds that treedyn does not model, and approximations made). With `output`,
     writes the model's JSON there (as `treedyn import FILE -o OUTPUT`). MJCF bodies whose joints no

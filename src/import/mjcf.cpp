@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <sstream>
 
 #include "import/link_tree.hpp"
 
@@ -31,6 +32,12 @@ ImportedModel import_mjcf_file(const std::string& path, const ImportOptions&) { 
 namespace {
 
 using namespace importing;
+
+std::string number(double x) {
+  std::ostringstream s;
+  s << x;  // 1e-06, not to_string's 0.000001
+  return s.str();
+}
 
 Vec3 vec3(const mjtNum* v) { return {v[0], v[1], v[2]}; }
 Mat3 rotation(const mjtNum* wxyz) { return Quat(wxyz[0], wxyz[1], wxyz[2], wxyz[3]).normalized().toRotationMatrix(); }
@@ -158,7 +165,7 @@ class MjcfMapper {
     if (!(eps > 0.0) || !(eps * static_cast<double>(j.size()) < 0.5))
       throw ModelError(tree_.source + ": body '" + child + "': its joints " + names +
                        " are not one treedyn joint (not at one anchor with perpendicular or independent axes), and"
-                       " connector bodies are off (connector_mass_fraction " + std::to_string(eps) + ")");
+                       " connector bodies are off (connector_mass_fraction " + number(eps) + ")");
     Link& body = tree_.links.back();
     const Link whole = body;
     const double kept = 1.0 - eps * static_cast<double>(j.size() - 1);
@@ -288,7 +295,7 @@ ImportedModel import_mjcf_file(const std::string& path, const ImportOptions& opt
     out.warnings.push_back(path + ": joints that no single treedyn joint reproduces are joined through " +
                            std::to_string(mapper.connectors().size()) + " connector bodies (" +
                            importing::listed(mapper.connectors(), 4) + "), each carrying " +
-                           std::to_string(options.connector_mass_fraction) +
+                           number(options.connector_mass_fraction) +
                            " of its body's mass and inertia: the dynamics differ from MuJoCo's massless joint chain by about that fraction");
   return out;
 }

@@ -158,8 +158,9 @@ TEST(ImportMjcf, HumanoidWithExactJointsHasMuJoCosKineticEnergyAndAccelerationsA
 
 /// Body positions after 0.5 s from qpos0 at rest, torso welded to the world (a free-falling
 /// humanoid at rest only falls): MuJoCo with RK4 at 1e-4 s against treedyn's reference run.
-double largest_position_difference(const std::string& path, const std::string& formulation) {
-  const ImportedModel imported = import_mjcf_file(path);
+double largest_position_difference(const std::string& path, const std::string& formulation,
+                                   const ImportOptions& options = {}) {
+  const ImportedModel imported = import_mjcf_file(path, options);
   const auto model = share(imported.model);
   MjModelPtr m = mujoco_model(path);
   m->opt.integrator = mjINT_RK4;
@@ -197,10 +198,17 @@ TEST(ImportMjcf, TheFilesOwnHumanoidGoesThroughConnectorBodiesWithinTheirStatedM
   EXPECT_NE(imported.warnings[0].find("21 actuators"), std::string::npos);
   EXPECT_NE(imported.warnings[1].find("2 connector bodies (right_foot/right_ankle_y, left_foot/left_ankle_y)"), std::string::npos)
       << imported.warnings[1];
-  // A connector carries 1e-6 of its foot: positions may differ from MuJoCo's massless joint chain
-  // by about that fraction of the feet's travel (0.3 m); measured 7e-9 m, against 2.5e-10 m for
-  // the exact variant above.
-  EXPECT_LT(largest_position_difference(humanoid_variant(false, true), "reference"), 1e-6);
+  // A connector carries a fraction of its foot (1e-4 by default): positions differ from MuJoCo's
+  // massless joint chain by about that fraction of the feet's travel (0.3 m), and shrink with it
+  // (measured 6.8e-7 m at 1e-4, 6.8e-9 m at 1e-6; 2.5e-10 m for the exact variant above).
+  const std::string path = humanoid_variant(false, true);
+  const double at_default = largest_position_difference(path, "reference");
+  ImportOptions lighter;
+  lighter.connector_mass_fraction = 1e-6;
+  const double at_lighter = largest_position_difference(path, "reference", lighter);
+  EXPECT_LT(at_default, 1e-4 * 0.1);
+  EXPECT_LT(at_lighter, 1e-6 * 0.1);
+  EXPECT_GT(at_default, 10.0 * at_lighter);  // the difference is the connectors' mass, nothing else
   // Refused, naming the body and its joints, when connectors are switched off.
   ImportOptions none;
   none.connector_mass_fraction = 0.0;
