@@ -29,6 +29,9 @@ struct CompareOptions {
   int threads = 1;
   bool pin_threads = false;               // Threading::pin (the command line sets it)
   int reference_max_bodies = 64;          // beyond: no reference run (dense, O(n^3) per step)
+  /// Each run beside a refined companion (RunOptions::estimate_error; about twice the cost):
+  /// the rows say which runs are converged (CompareRow::converged).
+  bool estimate_error = false;
   /// Asked between output intervals (RunOptions::stop): true ends the run in progress
   /// ("interrupted", its samples kept) and skips the runs after it; the report holds what was done.
   std::function<bool()> stop;
@@ -58,6 +61,10 @@ struct CompareRow {
   SimulationResult result;  // meaningful when ran()
   /// The formulation ran (to the end or not): its result holds figures.
   bool ran() const { return status == "ok" || status == "warning" || status == "failed" || status == "interrupted"; }
+  /// With CompareOptions::estimate_error: "yes" when the refined companion reached the end and its
+  /// body positions stayed within the accuracy check (JudgementOptions::accuracy of the model's
+  /// length), "no" otherwise; "" when no estimate was made.
+  std::string converged() const;
   /// Largest |r_i - r_i^ref| over bodies and common sample times up to deviation_until, m; NaN
   /// without a reference (and for the reference itself).
   double position_deviation = std::numeric_limits<double>::quiet_NaN();

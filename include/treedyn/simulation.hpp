@@ -26,6 +26,21 @@ struct JudgementOptions {
   double position = 1e-2;    // largest position constraint error / characteristic length
   double velocity = 0.1;     // largest velocity constraint error / characteristic speed
   double quaternion = 1e-6;  // largest | |Euler parameters| - 1 | of any body
+  double accuracy = 1e-2;    // the error estimate's largest body position difference / characteristic length
+};
+
+/// How much a run's answer moves when it is refined (RunOptions::estimate_error): the same run
+/// beside it at half the step (fixed-step integrators, ali3, half- and fully-implicit) or at a
+/// hundredth of the tolerances (adaptive integrators), compared at every sample. Tolerance is not
+/// accuracy over long runs; this measures it.
+struct ErrorEstimate {
+  std::string refinement;  // what the companion run changed ("dt 0.005 s (halved)"); empty: not asked
+  double position = 0.0;   // m: largest distance between a body's centres of mass in the two runs
+  double coordinate = 0.0; // largest difference of a joint coordinate (rad, m, or an Euler parameter)
+  double energy = 0.0;     // J: largest difference of the total energy
+  double t_compared = 0.0; // the last time compared (t_end unless the companion stopped)
+  std::string note;        // why the estimate is incomplete or was not made
+  bool made() const { return !refinement.empty(); }
 };
 
 /// What a run was judged by: the scales, and each check's value against its threshold.
@@ -51,6 +66,9 @@ struct RunOptions {
   /// "interrupted", the samples so far kept (Ctrl-C in Python, a signal in the command line).
   std::function<bool()> stop;
   JudgementOptions judge;  // how a completed run is judged (status "ok" or "warning")
+  /// Runs a refined companion beside the run and reports how far the two part (ErrorEstimate;
+  /// about twice the cost or more). Needs a simulator without inputs from outside the model.
+  bool estimate_error = false;
 };
 
 /// Receives every sample as it is taken (the CSV writers).
@@ -89,6 +107,7 @@ struct SimulationResult {
   ConstraintErrors constraint_error_max;
   std::vector<std::string> warnings;  // notices of the formulation (a status "ok" run may have some)
   Judgement judgement;
+  ErrorEstimate error_estimate;  // when RunOptions::estimate_error; judged by JudgementOptions::accuracy
   std::map<std::string, double> stage_seconds;
   std::map<std::string, double> diagnostics;  // Formulation::diagnostics() at the end of the run
   bool ok() const { return status == "ok"; }

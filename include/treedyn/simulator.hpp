@@ -83,6 +83,8 @@ class Simulator {
   const Model& model() const { return *model_; }
   const std::shared_ptr<const Model>& model_ptr() const { return model_; }
   const std::string& formulation_name() const { return formulation_name_; }
+  /// The settings the formulation was made with.
+  const FormulationSettings& settings() const { return settings_; }
   /// The formulation itself (its statistics, warnings, ODE), for what the Simulator does not say.
   Formulation& formulation() { return *formulation_; }
   const Formulation& formulation() const { return *formulation_; }
@@ -174,6 +176,7 @@ class Simulator {
 
   std::shared_ptr<const Model> model_;
   std::string formulation_name_;
+  FormulationSettings settings_;
   double state_tolerance_;
   std::shared_ptr<const CoordinateMap> map_;
   std::unique_ptr<ConstraintSet> constraints_;  // of *model_, for the state checks

@@ -417,7 +417,8 @@ struct InterruptCheck {
 };
 
 std::shared_ptr<RecordedRun> simulate(const std::shared_ptr<Model>& model, const std::string& formulation, double t_end,
-                                      double dt, int sample_every, const py::dict& options, const py::dict& checks) {
+                                      double dt, int sample_every, const py::dict& options, const py::dict& checks,
+                                      bool estimate_error) {
   if (!model) throw std::invalid_argument("simulate: no model");
   FormulationSettings settings = settings_of(formulation, options);
   if (!options.contains("dt")) settings.dt = dt;
@@ -427,6 +428,7 @@ std::shared_ptr<RecordedRun> simulate(const std::shared_ptr<Model>& model, const
   ro.t_end = t_end;
   ro.dt = dt;
   ro.sample_every = sample_every;
+  ro.estimate_error = estimate_error;
   for (const auto& [key, value] : checks) {  // the self-judgement's thresholds, as the CLI's --check-*
     const auto name = py::cast<std::string>(key);
     const double x = py::cast<double>(value);
@@ -436,7 +438,8 @@ std::shared_ptr<RecordedRun> simulate(const std::shared_ptr<Model>& model, const
     else if (name == "position") ro.judge.position = x;
     else if (name == "velocity") ro.judge.velocity = x;
     else if (name == "quaternion") ro.judge.quaternion = x;
-    else throw std::invalid_argument("checks: no check named '" + name + "' (energy, position, velocity, quaternion)");
+    else if (name == "accuracy") ro.judge.accuracy = x;
+    else throw std::invalid_argument("checks: no check named '" + name + "' (energy, position, velocity, quaternion, accuracy)");
   }
   run->reserve(static_cast<std::size_t>(std::clamp(std::ceil(t_end / (dt * sample_every)), 0.0, double(1 << 20))) + 2);
   InterruptCheck check;
@@ -826,7 +829,7 @@ PYBIND11_MODULE(_treedyn, m) {
       .def("summary_json", [](const RecordedRun& r) { return summary_json(*r.model, r.result); })
       .def("save", &RecordedRun::save, py::arg("directory"));
   m.def("_simulate", &simulate, py::arg("model"), py::arg("formulation"), py::arg("t_end"), py::arg("dt"),
-        py::arg("sample_every"), py::arg("options"), py::arg("checks") = py::dict());
+        py::arg("sample_every"), py::arg("options"), py::arg("checks") = py::dict(), py::arg("estimate_error") = false);
   m.def("_compare",
         [](const std::shared_ptr<Model>& model, const py::dict& o, const std::string& output) {
           CompareOptions options;
@@ -842,6 +845,7 @@ PYBIND11_MODULE(_treedyn, m) {
           opt("sample", options.sample_interval);
           if (o.contains("threads")) options.threads = py::cast<int>(o["threads"]);
           if (o.contains("reference_max_bodies")) options.reference_max_bodies = py::cast<int>(o["reference_max_bodies"]);
+          if (o.contains("estimate_error")) options.estimate_error = py::cast<bool>(o["estimate_error"]);
           InterruptCheck check;
           options.stop = [&check] { return check(); };
           CompareReport report;
@@ -864,7 +868,9 @@ PYBIND11_MODULE(_treedyn, m) {
                 py::arg("energy_drift_J") = number(r.result.energy_drift_max),
                 py::arg("position_error") = number(r.result.constraint_error_max.position),
                 py::arg("velocity_error") = number(r.result.constraint_error_max.velocity),
-                py::arg("acceleration_error") = number(r.result.constraint_error_max.acceleration)));
+                py::arg("acceleration_error") = number(r.result.constraint_error_max.acceleration),
+                py::arg("error_estimate_m") = r.result.error_estimate.made() ? py::cast(r.result.error_estimate.position) : py::none(),
+                py::arg("converged") = r.converged().empty() ? py::none() : py::cast(r.converged())));
           }
           return py::make_tuple(rows, check.interrupted);
         },

@@ -321,6 +321,7 @@ def simulate(
     sample_every: int = 1,
     output: Optional[str] = None,
     checks: Optional[Dict[str, float]] = None,
+    estimate_error: bool = False,
     **options,
 ) -> Result:
     """Runs `model` from its initial state to t_end, sampling every dt, as `treedyn simulate` does.
@@ -331,7 +332,11 @@ def simulate(
     one that does not apply to the formulation raises ValueError. With `output`, the command line's
     files are written there too. A run that reaches t_end judges itself (Result.status "ok" or
     "warning", summary["judgement"]); `checks` changes the thresholds as the CLI's --check-*:
-    {"energy": 0.1, "position": 1e-2, "velocity": 0.1, "quaternion": 1e-6}, 0 switching one off.
+    {"energy": 0.1, "position": 1e-2, "velocity": 0.1, "quaternion": 1e-6, "accuracy": 1e-2}, 0
+    switching one off. `estimate_error` runs a refined companion beside the run (half the step or a
+    hundredth of the tolerances): summary["error_estimate"] holds the largest differences of body
+    positions, joint coordinates and energy, judged by the "accuracy" check (the CLI's
+    --estimate-error).
 
     Raises ModelError for a bad model, SimulationFailed (with .time and the partial .result) when
     the run fails, Interrupted (a KeyboardInterrupt, with .result) on Ctrl-C. The GIL is released
@@ -349,7 +354,7 @@ def simulate(
         raise ValueError(f"simulate: dt must be positive and finite, got {dt}")
     if not isinstance(sample_every, int) or sample_every < 1:
         raise ValueError(f"simulate: sample_every must be a positive whole number, got {sample_every!r}")
-    run = _treedyn._simulate(model, formulation, t_end, dt, sample_every, options, dict(checks or {}))
+    run = _treedyn._simulate(model, formulation, t_end, dt, sample_every, options, dict(checks or {}), bool(estimate_error))
     result = _result_of(run)
     if output is not None:
         result.save(output)
@@ -499,13 +504,16 @@ def compare(
     reference_max_bodies: int = 64,
     output: Optional[str] = None,
     as_dataframe: Optional[bool] = None,
+    estimate_error: bool = False,
 ):
     """Runs the model under several formulations (all by default) with each method's published
     settings, as `treedyn compare` does, and returns the table: a pandas DataFrame when pandas is
     installed (or as_dataframe=True), else a list of dicts (as_dataframe=False forces the list).
     Each run's files go to output/<formulation>/ when `output` is given. Ctrl-C raises
     Interrupted with the rows so far as .result (the run in progress "interrupted", the rest
-    "skipped")."""
+    "skipped"). With estimate_error, each run goes beside a refined companion (about twice the
+    cost) and the rows' error_estimate_m and converged ("yes", "no") say which runs are
+    converged."""
     if not isinstance(model, Model):
         raise TypeError(f"compare: expected a treedyn.Model, got {type(model).__name__}")
     opts = dict(
@@ -517,6 +525,7 @@ def compare(
         sample=sample,
         threads=int(threads),
         reference_max_bodies=int(reference_max_bodies),
+        estimate_error=bool(estimate_error),
     )
     rows, interrupted = _treedyn._compare(model, opts, output or "")
     rows = list(rows)

@@ -250,6 +250,7 @@ struct SimulateArgs {
   int threads = 1, sample_every = 1;
   bool assemble = false, quiet = false, profile = false, plot = false, view = false;
   JudgementOptions judge;         // --check-*: the self-judgement's thresholds
+  bool estimate_error = false;    // --estimate-error
   std::vector<double> baumgarte;  // dca: alpha, beta
   bool planar = false;            // hdca: paper 004's planar form
   std::string precision = "double", inverse = "cholesky", error_control = "velocities";  // hdca
@@ -395,6 +396,7 @@ int simulate(const SimulateArgs& a) {
   ProgressBar bar(!a.quiet);
   run.stop = CleanStop::hook();
   run.judge = a.judge;
+  run.estimate_error = a.estimate_error;
   const auto stepping = std::chrono::steady_clock::now();
   SimulationResult r;
   {
@@ -426,6 +428,14 @@ int simulate(const SimulateArgs& a) {
                 sci(r.constraint_error_max.position).c_str(), sci(r.constraint_error_max.velocity).c_str(),
                 sci(r.constraint_error_max.acceleration).c_str());
     for (const auto& [name, value] : r.diagnostics) std::printf("  %s: %s\n", name.c_str(), sci(value).c_str());
+    const ErrorEstimate& e = r.error_estimate;
+    if (e.made())
+      std::printf("  error estimate (against a companion run with %s, to t = %g s): body positions %s m, joint coordinates %s, "
+                  "energy %s J%s%s\n",
+                  e.refinement.c_str(), e.t_compared, sci(e.position).c_str(), sci(e.coordinate).c_str(), sci(e.energy).c_str(),
+                  e.note.empty() ? "" : "; ", e.note.c_str());
+    else if (!e.note.empty())
+      std::printf("  error estimate %s\n", e.note.c_str());
     const char* ext = a.format == "npy" ? "npy" : "csv";
     std::printf("  results: %s/{trajectory.%s, metrics.%s, joints.%s, summary.json}: %ld rows\n", out_dir.c_str(), ext, ext, ext,
                 writer.rows_written());
@@ -463,9 +473,11 @@ struct CompareArgs {
   double dt = NAN, rtol = NAN, alpha = NAN, sample = NAN;
   int reference_max_bodies = 64;
   std::string output;
+  bool estimate_error = false;
 
   CompareOptions options() const {
     CompareOptions o;
+    o.estimate_error = estimate_error;
     if (!(formulations.size() == 1 && formulations[0] == "all")) o.formulations = formulations;
     auto set = [](std::optional<double>& target, double x) {
       if (!std::isnan(x)) target = x;
@@ -663,6 +675,14 @@ int main(int argc, char** argv) {
   s->add_option("--check-quaternion", sim.judge.quaternion,
                 "status warning when a body's Euler parameters' norm leaves 1 by more than this (0: not checked)")
       ->capture_default_str()->check(kNonNegative);
+  s->add_option("--check-accuracy", sim.judge.accuracy,
+                "with --estimate-error: status warning when the body positions of the refined run differ by more than this "
+                "share of the model's length (0: not checked)")
+      ->capture_default_str()->check(kNonNegative);
+  s->add_flag("--estimate-error", sim.estimate_error,
+              "run a refined companion beside the run (half the step, or a hundredth of the tolerances) and report the "
+              "largest differences of body positions, joint coordinates and energy (summary.json's error_estimate; "
+              "judged by --check-accuracy); costs about two runs or more");
   s->add_flag("--view", sim.view, "write viewer.html beside the results: the run in 3-D with its plots (as `treedyn view` does)");
   s->add_option("--baumgarte", sim.baumgarte,
                 "dca: Baumgarte stabilisation of loop-closing joints, alpha,beta (default 0,0: none, as in paper 001)")
@@ -768,6 +788,9 @@ int main(int argc, char** argv) {
   c->add_option("--threads", cmp_threads, threads_help)->capture_default_str()->check(kPositive);
   c->add_option("--output,-o", cmp.output, "output directory (default: results/<model name>/compare)");
   c->add_flag("--assemble", cmp_assemble, "project an inconsistent initial state onto the constraints");
+  c->add_flag("--estimate-error", cmp.estimate_error,
+              "run each formulation beside a refined companion (as simulate --estimate-error): compare.csv's "
+              "error_estimate_m and converged say which runs are converged; about twice the cost");
   c->add_flag("--quiet,-q", cmp_quiet, "print nothing but errors");
   c->add_flag("--plot", cmp_plot, "overlay the formulations' deviations, energy drifts and constraint errors as SVG (gnuplot)");
 

@@ -203,7 +203,8 @@ CompareReport compare_formulations(const std::shared_ptr<const Model>& model_ptr
   report.threads = options.threads;
   report.t_end = options.t_end.value_or(model.defaults.t_end.value_or(10.0));
   report.sample_interval = compare_detail::sample_interval(options, report.t_end);
-  const RunOptions run{report.t_end, report.sample_interval, 1, options.stop, {}};
+  RunOptions run{report.t_end, report.sample_interval, 1, options.stop, {}};
+  run.estimate_error = options.estimate_error;
 
   compare_detail::PositionTrack reference;
   const bool with_reference = model.body_count() <= options.reference_max_bodies;
@@ -236,12 +237,22 @@ CompareReport compare_formulations(const std::shared_ptr<const Model>& model_ptr
   return report;
 }
 
+std::string CompareRow::converged() const {
+  const ErrorEstimate& e = result.error_estimate;
+  if (!e.made()) return "";
+  if (!e.note.empty() || !result.completed()) return "no";
+  for (const Judgement::Check& c : result.judgement.checks)
+    if (c.name == "accuracy") return c.passed ? "yes" : "no";
+  return "no";
+}
+
 std::string compare_csv(const CompareReport& report) {
   using compare_detail::csv_field;
   using compare_detail::csv_number;
   std::ostringstream s;
   s << "formulation,status,settings,wall_s,real_time_factor,t_reached,steps,rhs_evaluations,newton_iterations,"
-       "position_deviation_m,energy_drift_J,position_error,velocity_error,acceleration_error,message\n";
+       "position_deviation_m,energy_drift_J,position_error,velocity_error,acceleration_error,message,error_estimate_m,"
+       "converged\n";
   for (const CompareRow& row : report.rows) {
     const SimulationResult& r = row.result;
     const bool ran = row.ran();
@@ -252,7 +263,8 @@ std::string compare_csv(const CompareReport& report) {
       << (ran ? std::to_string(r.stats.newton_iterations) : "") << "," << csv_number(row.position_deviation) << ","
       << number(r.energy_drift_max) << "," << number(r.constraint_error_max.position) << ","
       << number(r.constraint_error_max.velocity) << "," << number(r.constraint_error_max.acceleration) << ","
-      << csv_field(row.message) << "\n";
+      << csv_field(row.message) << ","
+      << (r.error_estimate.made() ? csv_number(r.error_estimate.position) : std::string()) << "," << row.converged() << "\n";
   }
   return s.str();
 }
@@ -315,6 +327,16 @@ std::string compare_markdown(const CompareReport& report) {
     if (!row.message.empty() && row.status != "skipped") notes += "- " + row.formulation + " (" + row.status + "): " + row.message + "\n";
     for (const std::string& w : row.result.warnings) notes += "- " + row.formulation + " warns: " + w + "\n";
   }
+  std::string estimates;
+  for (const CompareRow& row : report.rows) {
+    const ErrorEstimate& e = row.result.error_estimate;
+    if (e.made())
+      estimates += "- " + row.formulation + ": " + fmt(e.position) + " m, joint coordinates " + fmt(e.coordinate) +
+                   ", energy " + fmt(e.energy) + " J (against " + e.refinement + "): converged " + row.converged() +
+                   (e.note.empty() ? "" : " (" + e.note + ")") + "\n";
+  }
+  if (!estimates.empty())
+    s << "\nError estimates (largest body position difference from a refined companion run):\n\n" << estimates;
   if (!notes.empty()) s << "\nNotes:\n\n" << notes;
   return s.str();
 }

@@ -352,6 +352,12 @@ std::string summary_json(const Model& model, const SimulationResult& r) {
                       {"speed", r.judgement.speed},
                       {"checks", checks}};
   }
+  const ErrorEstimate& e = r.error_estimate;
+  if (e.made() || !e.note.empty()) {
+    j["error_estimate"] = {{"refinement", e.refinement}, {"position", e.position}, {"coordinate", e.coordinate},
+                           {"energy", e.energy}, {"t_compared", e.t_compared}};
+    if (!e.note.empty()) j["error_estimate"]["note"] = e.note;
+  }
   if (!r.stage_seconds.empty()) j["stage_seconds"] = r.stage_seconds;
   if (!r.diagnostics.empty()) j["diagnostics"] = r.diagnostics;
   return j.dump(2) + "\n";

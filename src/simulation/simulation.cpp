@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 
 #include "treedyn/errors.hpp"
+#include "treedyn/integrators.hpp"
 
 namespace treedyn {
 
@@ -32,6 +34,56 @@ double characteristic_length(const Model& model) {
   for (const Joint& j : model.joints)
     if (j.parent == kGround) extend(j.parent_frame.origin);
   return std::max(model.bodies.empty() ? 0.0 : (high - low).norm(), gyration);
+}
+
+/// The companion of an error estimate: the same formulation and settings from the same state,
+/// at half the step or a hundredth of the tolerances; null (with e.note saying why) when the run
+/// cannot be repeated beside itself.
+std::unique_ptr<Simulator> refined_companion(const Simulator& sim, ErrorEstimate& e) {
+  if (sim.inputs().active()) {
+    e.note = "not made: the run has inputs from outside the model (efforts, wrenches or a load function), which a "
+             "companion run cannot repeat";
+    return nullptr;
+  }
+  if (sim.time() != 0.0) {
+    e.note = "not made: the run starts at t = " + sci(sim.time()) + " s, and a companion run starts at 0";
+    return nullptr;
+  }
+  FormulationSettings s = sim.settings();
+  const std::string& f = sim.formulation_name();
+  const bool fixed = f == "ali3" || f == "half-implicit" || f == "fully-implicit" ||
+                     !is_adaptive_integrator(sim.formulation().integrator());
+  if (fixed) {
+    s.dt /= 2.0;
+    e.refinement = "dt " + sci(s.dt) + " s (halved)";
+  } else {  // the formulation's own tolerances unless the settings override them
+    const double rtol = s.rtol.value_or(f == "reference" ? s.reference.rtol : f == "dca" ? s.dca.rtol : s.hdca.rtol);
+    const double atol = s.atol.value_or(f == "reference" ? s.reference.atol : f == "dca" ? s.dca.atol : s.hdca.atol);
+    s.rtol = rtol / 100.0;
+    s.atol = atol / 100.0;
+    e.refinement = "rtol " + sci(*s.rtol) + ", atol " + sci(*s.atol) + " (a hundredth)";
+  }
+  auto companion = std::make_unique<Simulator>(sim.model_ptr(), f, s, sim.state_tolerance());
+  companion->set_body_states(sim.body_states());  // the run's own start (a state set at t = 0 too)
+  return companion;
+}
+
+/// Advances the companion to the run's time and widens the estimate by how far they part there.
+/// A companion that fails ends the comparison, said in the note (the judgement warns of it).
+void compare_with_companion(const Simulator& sim, std::unique_ptr<Simulator>& companion, ErrorEstimate& e) {
+  try {
+    if (sim.time() > companion->time()) companion->advance_to(sim.time());
+  } catch (const std::exception& x) {
+    e.note = "the refined run failed (" + std::string(x.what()) + "); compared up to t = " + sci(e.t_compared) + " s";
+    companion.reset();
+    return;
+  }
+  const SystemState& a = sim.body_states();
+  const SystemState& b = companion->body_states();
+  for (std::size_t i = 0; i < a.size(); ++i) e.position = std::max(e.position, (a[i].r - b[i].r).norm());
+  if (sim.q().size() > 0) e.coordinate = std::max(e.coordinate, (sim.q() - companion->q()).cwiseAbs().maxCoeff());
+  e.energy = std::max(e.energy, std::abs(sim.energy().total - companion->energy().total));
+  e.t_compared = sim.time();
 }
 
 /// Judges a completed run against options (Judgement): its status becomes "warning", with the
@@ -67,6 +119,15 @@ void judge(const Model& model, const JudgementOptions& options, double kinetic_m
   check("velocity", r.constraint_error_max.velocity, options.velocity, j.speed, "characteristic speed", " m/s",
         "velocity constraint error");
   check("quaternion", quaternion_error, options.quaternion, 1.0, "unit norm", "", "Euler-parameter norm error");
+  const ErrorEstimate& e = r.error_estimate;
+  if (e.made()) {
+    check("accuracy", e.position, options.accuracy, j.length, "characteristic length", " m",
+          ("error estimate (body positions with " + e.refinement + ")").c_str());
+    if (!e.note.empty()) {  // the companion failed where the run did not: its answer is not settled
+      j.checks.push_back({"accuracy-complete", e.t_compared, r.t_end, false, e.note});
+      r.message += std::string(r.message.empty() ? "" : "; ") + "error estimate: " + e.note;
+    }
+  }
   for (const Judgement::Check& c : j.checks)
     if (!c.passed) r.status = "warning";
 }
@@ -96,6 +157,8 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
   result.t_end = options.t_end;
   result.t_reached = t0;
   Metrics metrics(model, &sim.inputs());
+  std::unique_ptr<Simulator> companion;  // the error estimate's refined run, beside this one
+  if (options.estimate_error) companion = refined_companion(sim, result.error_estimate);
   double kinetic_max = 0.0, potential_min = INFINITY, potential_max = -INFINITY, quaternion_error = 0.0, work = 0.0;
   double wall = 0.0;  // inside advance_to, the failing call included
   Clock::time_point advancing{};
@@ -119,6 +182,7 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
     for (const BodyState& b : snapshot.bodies) quaternion_error = std::max(quaternion_error, std::abs(b.q.norm() - 1.0));
     if (sink) sink->write(snapshot, m, sim.stats());
     ++result.samples;  // written (a sink that failed to write it has thrown)
+    if (companion) compare_with_companion(sim, companion, result.error_estimate);
   };
 
   try {

@@ -64,7 +64,7 @@ double coordinate_difference(const CoordinateMap::Entry& e, const Eigen::VectorX
 
 Simulator::Simulator(std::shared_ptr<const Model> model, const std::string& formulation,
                      const FormulationSettings& settings, double state_tolerance)
-    : model_(std::move(model)), formulation_name_(formulation), state_tolerance_(state_tolerance) {
+    : model_(std::move(model)), formulation_name_(formulation), settings_(settings), state_tolerance_(state_tolerance) {
   if (!model_) throw std::invalid_argument("Simulator: the model is a null pointer");
   if (!(state_tolerance_ > 0.0) || !std::isfinite(state_tolerance_))
     throw std::invalid_argument("Simulator: the state tolerance must be a positive number, got " + sci(state_tolerance_));
