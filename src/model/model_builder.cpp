@@ -3,6 +3,8 @@
 #include <Eigen/Eigenvalues>
 #include <cmath>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 #include <sstream>
 
 namespace treedyn {
@@ -35,20 +37,35 @@ class Problems {
   std::vector<std::string> lines_;
 };
 
+/// Items by name, built once per build() (a lookup per reference kept the 65,536-body chain's
+/// build quadratic: 24 s). The first of equal names wins, as a search from the front would;
+/// validate() reports the duplicates. Refers to the items' names: they must outlive it.
+class NameIndex {
+ public:
+  template <class Items>
+  explicit NameIndex(const Items& items) {
+    index_.reserve(items.size());
+    for (std::size_t i = 0; i < items.size(); ++i) index_.emplace(items[i].name, static_cast<int>(i));
+  }
+  std::optional<int> find(const std::string& name) const {
+    const auto it = index_.find(name);
+    return it == index_.end() ? std::nullopt : std::optional<int>(it->second);
+  }
+
+ private:
+  std::unordered_map<std::string_view, int> index_;
+};
+
 /// Resolves a body name; records a problem (and returns nullopt) when unknown.
-std::optional<int> resolve_body(const std::vector<Body>& bodies, const std::string& name,
-                                const std::string& who, Problems& p) {
+std::optional<int> resolve_body(const NameIndex& bodies, const std::string& name, const std::string& who, Problems& p) {
   if (name == kGroundName) return kGround;
-  for (std::size_t i = 0; i < bodies.size(); ++i)
-    if (bodies[i].name == name) return static_cast<int>(i);
+  if (const auto i = bodies.find(name)) return i;
   p.add(who + ": unknown body '" + name + "'");
   return std::nullopt;
 }
 
-std::optional<int> resolve_joint(const std::vector<JointSpec>& joints, const std::string& name,
-                                 const std::string& who, Problems& p) {
-  for (std::size_t i = 0; i < joints.size(); ++i)
-    if (joints[i].name == name) return static_cast<int>(i);
+std::optional<int> resolve_joint(const NameIndex& joints, const std::string& name, const std::string& who, Problems& p) {
+  if (const auto i = joints.find(name)) return i;
   p.add(who + ": unknown joint '" + name + "'");
   return std::nullopt;
 }
@@ -328,11 +345,12 @@ Model ModelBuilder::build() const {
     if (b.orientation.coeffs().allFinite() && deviation < 1e-6 && deviation > 1e-14)  // files round-trip)
       b.orientation.normalize();
   }
+  const NameIndex body_names(m.bodies), joint_names(joints_);
 
   for (const JointSpec& s : joints_) {
     const std::string who = "joint '" + s.name + "'";
-    auto parent = resolve_body(m.bodies, s.parent, who, p);
-    auto child = resolve_body(m.bodies, s.child, who, p);
+    auto parent = resolve_body(body_names, s.parent, who, p);
+    auto child = resolve_body(body_names, s.child, who, p);
     Joint j{s.name, s.type, parent.value_or(kGround), child.value_or(kGround), {}, {}};
     if (const auto* g = std::get_if<GlobalPlacement>(&s.placement)) {
       if (!parent || !child) continue;
@@ -352,8 +370,8 @@ Model ModelBuilder::build() const {
 
   for (const auto& s : springs_) {
     const std::string who = "spring_damper '" + s.name + "'";
-    auto a = resolve_body(m.bodies, s.body_a, who, p);
-    auto b = resolve_body(m.bodies, s.body_b, who, p);
+    auto a = resolve_body(body_names, s.body_a, who, p);
+    auto b = resolve_body(body_names, s.body_b, who, p);
     if (!a || !b) continue;
     SpringDamper e{s.name, *a, point_in_body(m.bodies, *a, s.point_a), *b, point_in_body(m.bodies, *b, s.point_b),
                    s.stiffness, s.damping, 0.0};
@@ -366,25 +384,25 @@ Model ModelBuilder::build() const {
     m.springs.push_back(e);
   }
   for (const auto& s : rotational_springs_)
-    if (auto j = resolve_joint(joints_, s.joint, "rotational_spring_damper '" + s.name + "'", p))
+    if (auto j = resolve_joint(joint_names, s.joint, "rotational_spring_damper '" + s.name + "'", p))
       m.rotational_springs.push_back({s.name, *j, s.coordinate, s.stiffness, s.damping, s.free_angle});
   for (const auto& s : body_forces_) {
-    auto b = resolve_body(m.bodies, s.body, "body_force '" + s.name + "'", p);
+    auto b = resolve_body(body_names, s.body, "body_force '" + s.name + "'", p);
     if (!b) continue;
     const Vec3 point = s.point ? point_in_body(m.bodies, *b, *s.point) : Vec3::Zero();
     m.body_forces.push_back({s.name, *b, s.vector, s.function, s.frame, point});
   }
   for (const auto& s : body_torques_)
-    if (auto b = resolve_body(m.bodies, s.body, "body_torque '" + s.name + "'", p))
+    if (auto b = resolve_body(body_names, s.body, "body_torque '" + s.name + "'", p))
       m.body_torques.push_back({s.name, *b, s.vector, s.function, s.frame});
   for (const auto& s : actuators_)
-    if (auto j = resolve_joint(joints_, s.joint, "joint_actuator '" + s.name + "'", p))
+    if (auto j = resolve_joint(joint_names, s.joint, "joint_actuator '" + s.name + "'", p))
       m.actuators.push_back({s.name, *j, s.coordinate, s.function});
   for (const auto& s : frictions_)
-    if (auto j = resolve_joint(joints_, s.joint, "coulomb_friction '" + s.name + "'", p))
+    if (auto j = resolve_joint(joint_names, s.joint, "coulomb_friction '" + s.name + "'", p))
       m.frictions.push_back({s.name, *j, s.coefficient});
   for (const auto& s : drivers_)
-    if (auto j = resolve_joint(joints_, s.joint, "driver '" + s.name + "'", p))
+    if (auto j = resolve_joint(joint_names, s.joint, "driver '" + s.name + "'", p))
       m.drivers.push_back({s.name, *j, s.coordinate, s.function});
 
   p.throw_if_any();

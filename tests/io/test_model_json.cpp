@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
 #include "support.hpp"
 #include "treedyn/model_builder.hpp"
+#include "treedyn/generators.hpp"
 #include "treedyn/model_json.hpp"
 
 using namespace treedyn;
@@ -114,6 +116,32 @@ TEST(ModelJson, WriteThenReadReproducesEveryShippedModelExactly) {
     ++count;
   }
   EXPECT_GE(count, 11);
+}
+
+// Issue 28: large models are written on one line, their bodies and joints one at a time, and read
+// while they are parsed; both paths must give exactly the model back, and a body that is not an
+// object, or bodies that are not an array, must still be errors naming them.
+TEST(ModelJson, ALargeModelIsWrittenCompactlyAndReadBackExactly) {
+  Model chain = make_chain(3000, JointType::Spherical);
+  chain.bodies[7].velocity = Vec3(0.1, 0.2, 0.3);  // fields the writer leaves out when they are defaults
+  chain.bodies[8].orientation = Quat(Eigen::AngleAxisd(0.3, Vec3::UnitZ()));
+  chain.bodies[9].inertia(0, 1) = chain.bodies[9].inertia(1, 0) = 0.01;
+  const std::string text = write_model_json(chain);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1);
+  EXPECT_EQ(parse_model_json(text), chain);
+  EXPECT_EQ(parse_model_json(text, "big.json", {{"bodies.link5.mass", "2"}}).bodies[4].mass, 2.0);  // the document path
+  EXPECT_EQ(parse_model_json(write_model_json(make_chain(4, JointType::Revolute))), make_chain(4, JointType::Revolute));
+  auto error_of = [](const std::string& json) {
+    try {
+      parse_model_json(json, "m.json");
+    } catch (const ModelError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of(R"({"bodies": [{"name": "a", "mass": 1, "inertia": [1, 1, 1]}, 3]})").find("bodies[1]"), std::string::npos);
+  EXPECT_NE(error_of(R"({"bodies": {"a": {"name": "a"}}})").find("field 'bodies' must be an array"), std::string::npos);
+  EXPECT_NE(error_of(R"({"bodies": [{"name": "a", "mass": -1, "inertia": [1, 1, 1]}]})").find("m.json: "), std::string::npos);
 }
 
 TEST(ModelJson, ACallbackFunctionCannotBeWritten) {
