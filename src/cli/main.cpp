@@ -701,7 +701,7 @@ int main(int argc, char** argv) {
                 "hdca: what rtol/atol bound: the canonical momenta's velocity equivalents, or the momenta as they are (paper 001)")
       ->capture_default_str()
       ->check(CLI::IsMember({"momenta", "velocities"}));
-  s->add_option("--alpha", sim.ali3.alpha, "ali3: penalty factor (paper 000: 1e6; 1e9 for the 128-link chain)")
+  s->add_option("--alpha", sim.ali3.alpha, "ali3: penalty factor (default: 1e6 raised by powers of ten until alpha h^2 / (4 M) >= 50, M the total mass; paper 000: 1e6, 1e9 for the 128-link chain)")
       ->capture_default_str()
       ->check(kPositive);
   s->add_option("--newton-max", sim.newton_max,

@@ -157,13 +157,7 @@ FormulationSettings suggested_settings(const Model& model, const std::string& fo
     if (options.rtol) s.rtol = s.atol = *options.rtol;
   } else if (formulation == "ali3") {
     s.dt = options.dt.value_or(model.defaults.dt.value_or(s.ali3.dt));
-    if (options.alpha) {
-      s.ali3.alpha = *options.alpha;
-    } else {  // rho = alpha h^2 / (4 M) >= 50, M the total mass (docs/results/compare.md, "penalty")
-      double total_mass = 0.0;
-      for (const Body& b : model.bodies) total_mass += b.mass;
-      while (s.ali3.alpha * s.dt * s.dt / (4.0 * total_mass) < 50.0) s.ali3.alpha *= 10.0;
-    }
+    s.ali3.alpha = options.alpha ? *options.alpha : ali3_penalty(model, s.dt);  // ali3's own default, named here
   } else if (formulation == "half-implicit" || formulation == "fully-implicit") {
     s.dt = options.dt.value_or(model.defaults.dt.value_or(s.implicit.dt));
   }

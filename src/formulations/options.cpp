@@ -113,7 +113,7 @@ const std::vector<Option>& options() {
       s.hdca.error_control = choice("error_control", v, "momenta|velocities") == "momenta" ? HdcaOptions::ErrorControl::Momenta
                                                                                              : HdcaOptions::ErrorControl::Velocities;
     });
-    add("alpha", "number", {"ali3"}, "penalty factor (paper 000: 1e6; 1e9 for the 128-link chain)",
+    add("alpha", "number", {"ali3"}, "penalty factor (default: 1e6 raised by powers of ten until alpha h^2 / (4 M) >= 50, M the total mass)",
         [](auto& s, const auto& v, auto&) { s.ali3.alpha = number("alpha", v, false); });
     add("newton_max", "integer", kNewton, "Newton-Raphson iterations per step at most", [](auto& s, const auto& v, auto& f) {
       const int n = integer("newton_max", v, 1);

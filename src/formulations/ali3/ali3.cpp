@@ -56,6 +56,7 @@ class Ali3 final : public Formulation {
         wrenches_(static_cast<std::size_t>(n_)),
         lambda_(Eigen::VectorXd::Zero(ctx_.constraints.rows())) {
     check(options);
+    if (options_.alpha == 0.0) options_.alpha = ali3_penalty(model_, options_.dt);
     for (const Body& b : model_.bodies) inertia_inverse_.push_back(b.inertia.inverse());
     if (options.geometric_stiffness) M_check_.assign(static_cast<std::size_t>(n_), Mat7::Zero());
     per_body_.assign(static_cast<std::size_t>(n_), 0.0);
@@ -78,7 +79,7 @@ class Ali3 final : public Formulation {
   std::vector<std::string> warnings() const override { return warnings_; }
   std::map<std::string, double> stage_seconds() const override { return timer_.seconds(); }
   std::map<std::string, double> diagnostics() const override {
-    return {{"euler_parameter_norm_error_max", norm_error_max_}};
+    return {{"euler_parameter_norm_error_max", norm_error_max_}, {"alpha", options_.alpha}};
   }
 
   void advance_to(double t_target) override {
@@ -123,7 +124,8 @@ class Ali3 final : public Formulation {
  private:
   static void check(const Ali3Options& o) {
     if (!(o.dt > 0.0)) throw std::invalid_argument("ali3: the step must be positive");
-    if (!(o.alpha > 0.0)) throw std::invalid_argument("ali3: the penalty alpha must be positive");
+    if (!(o.alpha >= 0.0) || !std::isfinite(o.alpha))
+      throw std::invalid_argument("ali3: the penalty alpha must be positive (or 0: chosen from the model)");
     if (o.newton_max < 1) throw std::invalid_argument("ali3: newton_max must be at least 1");
     if (!(o.newton_tol >= 0.0)) throw std::invalid_argument("ali3: newton_tol must not be negative");
   }
@@ -554,6 +556,15 @@ class Ali3 final : public Formulation {
 };
 
 }  // namespace
+
+double ali3_penalty(const Model& model, double h) {
+  double total_mass = 0.0;
+  for (const Body& b : model.bodies) total_mass += b.mass;
+  double alpha = 1e6;
+  if (!(h > 0.0) || !(total_mass > 0.0)) return alpha;
+  while (alpha * h * h / (4.0 * total_mass) < 50.0 && alpha < 1e300) alpha *= 10.0;
+  return alpha;
+}
 
 std::unique_ptr<Formulation> make_ali3(std::shared_ptr<const Model> model, const Ali3Options& options,
                                        std::shared_ptr<const ExternalLoads> external) {
