@@ -3,6 +3,8 @@
 #include <Eigen/SparseCore>
 #include <Eigen/SparseCholesky>
 #include <Eigen/Eigenvalues>
+#include <cmath>
+#include <utility>
 #include <algorithm>
 #include <deque>
 #include <functional>
@@ -13,18 +15,19 @@
 namespace treedyn {
 namespace {
 
-/// Rank of the constraint Jacobian at the initial configuration. The spanning tree's joint
-/// equations are independent (each tree joint brings a new body, and a joint's rows have full rank
-/// on its child), so rank J = rows(J_t) + rank(J_l P_t), where J_l holds the loop-closing joints'
-/// and drivers' rows and P_t projects onto the null space of J_t:
+/// The loop part of the constraint Jacobian at a state. The spanning tree's joint equations are
+/// independent (each tree joint brings a new body, and a joint's rows have full rank on its
+/// child), so rank J = rows(J_t) + rank(J_l P_t), where J_l holds the loop-closing joints' and
+/// drivers' rows and P_t projects onto the null space of J_t:
 ///   rank(J_l P_t) = rank(S),  S = J_l J_l' - J_l J_t' (J_t J_t')^-1 J_t J_l'
 /// (a sparse Cholesky of the banded J_t J_t' and a small dense eigenproblem: fast for thousands of
-/// bodies with few loops).
-int initial_jacobian_rank(const Model& model, const std::vector<char>& in_tree) {
+/// bodies with few loops). Returns rows(J_t) and the eigenvalues of S, largest first (squared
+/// singular values).
+std::pair<int, Eigen::VectorXd> loop_complement(const Model& model, const std::vector<char>& in_tree, const SystemState& state) {
   const ConstraintSet constraints(model);
-  if (constraints.rows() == 0) return 0;
+  if (constraints.rows() == 0) return {0, Eigen::VectorXd()};
   std::vector<ConstraintBlock> blocks;
-  constraints.evaluate(0.0, initial_state(model), blocks);
+  constraints.evaluate(0.0, state, blocks);
   std::vector<Eigen::Triplet<double>> tree_entries, loop_entries;
   int tree_rows = 0, loop_rows = 0;
   for (int k = 0; k < constraints.block_count(); ++k) {
@@ -39,7 +42,7 @@ int initial_jacobian_rank(const Model& model, const std::vector<char>& in_tree) 
       }
     row0 += b.size();
   }
-  if (loop_rows == 0) return tree_rows;
+  if (loop_rows == 0) return {tree_rows, Eigen::VectorXd()};
   const int n6 = 6 * model.body_count();
   Eigen::SparseMatrix<double> Jt(tree_rows, n6), Jl(loop_rows, n6);
   Jt.setFromTriplets(tree_entries.begin(), tree_entries.end());
@@ -50,7 +53,14 @@ int initial_jacobian_rank(const Model& model, const std::vector<char>& in_tree) 
     const Eigen::MatrixXd JtJl = Eigen::MatrixXd(Jt * Jl.transpose());
     S -= JtJl.transpose() * ldlt.solve(JtJl);
   }
-  const Eigen::VectorXd eig = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(S, Eigen::EigenvaluesOnly).eigenvalues();
+  Eigen::VectorXd eig = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(S, Eigen::EigenvaluesOnly).eigenvalues().reverse();
+  return {tree_rows, eig};
+}
+
+/// Rank of the constraint Jacobian at the initial configuration.
+int initial_jacobian_rank(const Model& model, const std::vector<char>& in_tree) {
+  const auto [tree_rows, eig] = loop_complement(model, in_tree, initial_state(model));
+  if (eig.size() == 0) return tree_rows;
   const double largest = std::max(eig.cwiseAbs().maxCoeff(), 1e-300);
   // Eigenvalues of S are squared singular values: 1e-10 here is 1e-5 on the singular values.
   return tree_rows + static_cast<int>((eig.array() > 1e-10 * largest).count());
@@ -108,6 +118,15 @@ Topology::Topology(const Model& model)
   for (int j = 0; j < model.joint_count(); ++j)
     if (!in_tree[static_cast<std::size_t>(j)]) loop_joints_.push_back(j);
   rank_ = initial_jacobian_rank(model, in_tree);
+}
+
+double Topology::loop_conditioning(const Model& model, const SystemState& state) const {
+  std::vector<char> in_tree(model.joints.size(), 1);
+  for (int j : loop_joints_) in_tree[static_cast<std::size_t>(j)] = 0;
+  const auto [tree_rows, eig] = loop_complement(model, in_tree, state);
+  const int k = rank_ - tree_rows;  // the loop rows' singular values that count at t0
+  if (k <= 0 || eig.size() < k || !(eig(0) > 0.0)) return 1.0;
+  return std::sqrt(std::max(eig(k - 1), 0.0) / eig(0));
 }
 
 // ---------------------------------------------------------------------------------------------

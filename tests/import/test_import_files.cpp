@@ -83,6 +83,17 @@ TEST(ImportSdf, FourBarWithAJointGraphLoopMovesAsModelsFourBar) {
   expect_same_motion(imported.model, read_model_file(test::model_path("four_bar")), 0.9);
 }
 
+TEST(ImportSdf, SerialArmAndFloatingBaseMoveAsTheirHandWrittenJson) {
+  const ImportedModel arm = import_sdf_file(data("serial_arm.sdf"));
+  EXPECT_EQ(arm.model.body_count(), 3);
+  expect_same_motion(arm.model, read_model_file(data("serial_arm.json")), 1.0);
+  const ImportedModel floating = import_sdf_file(data("floating.sdf"));
+  ASSERT_EQ(floating.model.joint_count(), 2);
+  EXPECT_EQ(floating.model.joints[1].type, JointType::Free);  // the torso: no joint's child
+  EXPECT_EQ(floating.model.joints[1].name, "torso_free");
+  expect_same_motion(floating.model, read_model_file(data("floating.json")), 1.0, "torso");
+}
+
 TEST(Import, WrittenJsonReadsBackAsTheSameModelAndTheCliImportThenSimulateEqualsSimulatingTheFile) {
   for (const std::string file : {"serial_arm.urdf", "four_bar.sdf", "four_bar.xml"}) {
     const Model m = read_model_file(data(file));
