@@ -119,8 +119,10 @@ class MjcfMapper {
     auto type = [&](int k) { return m_.jnt_type[j[static_cast<std::size_t>(k)]]; };
     auto anchor = [&](int k) { return vec3(m_.jnt_pos + 3 * j[static_cast<std::size_t>(k)]); };
     auto axis = [&](int k) { return vec3(m_.jnt_axis + 3 * j[static_cast<std::size_t>(k)]).normalized(); };
-    const double scale = 1e-9 * (1.0 + l_scale(b));
-    auto same_anchor = [&](int a, int c) { return (anchor(a) - anchor(c)).norm() <= scale; };
+    // Anchors count as one point to 1e-9 of the body's offset from its parent (round-off of the
+    // file's numbers), not closer.
+    const double tolerance = 1e-9 * (1.0 + offset_from_parent(b));
+    auto same_anchor = [&](int a, int c) { return (anchor(a) - anchor(c)).norm() <= tolerance; };
     std::string name;
     for (int k : j) name += (name.empty() ? "" : "+") + joint_name(k);
     const std::string element = j.size() == 1 ? "joint '" + name + "'" : "joints '" + name + "' of body '" + child + "'";
@@ -153,7 +155,7 @@ class MjcfMapper {
     return false;
   }
 
-  double l_scale(int b) const { return vec3(m_.body_pos + 3 * b).norm(); }
+  double offset_from_parent(int b) const { return vec3(m_.body_pos + 3 * b).norm(); }
 
   /// Joints j1..jk of body b in series through k - 1 connector bodies that share the body's
   /// frame at qpos0, each with a fraction of its mass and inertia.
