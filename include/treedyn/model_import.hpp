@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "treedyn/model.hpp"
+#include "treedyn/model_json.hpp"
 
 namespace treedyn {
 
@@ -48,8 +49,10 @@ struct ImportedModel {
 /// Reads a URDF, MJCF or SDFormat file (by its extension, as model_format_of). Throws ModelError
 /// naming the file and the element: malformed XML (with its line), a moving link without mass, a
 /// non-positive mass, an unknown joint type, a loop element naming an unknown link, a format this
-/// build cannot read; and every problem ModelBuilder::build finds in the result.
-ImportedModel import_model_file(const std::string& path, const ImportOptions& options = {});
+/// build cannot read; and every problem ModelBuilder::build finds in the result. `overrides`
+/// change the imported model's JSON document (model_json.hpp), which reads back exactly.
+ImportedModel import_model_file(const std::string& path, const ImportOptions& options = {},
+                                const std::vector<ModelOverride>& overrides = {});
 
 ImportedModel import_urdf_file(const std::string& path, const ImportOptions& options = {});
 ImportedModel import_mjcf_file(const std::string& path, const ImportOptions& options = {});

@@ -601,6 +601,8 @@ PYBIND11_MODULE(_treedyn, m) {
           return py::make_tuple(model, warnings);
         },
         py::arg("path"), py::arg("overrides") = std::vector<std::pair<std::string, std::string>>{});
+  m.def("model_format", [](const std::string& path) { return std::string(to_string(model_format_of(path))); },
+        py::arg("path"), "the format a model file is read as, from its extension: JSON, URDF, MJCF or SDFormat");
   m.def("import_model_file",
         [](const std::string& path, double connector_mass_fraction) {
           ImportOptions options;

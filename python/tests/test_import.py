@@ -38,8 +38,8 @@ def test_import_model_writes_json_that_simulates_as_the_file(tmp_path):
     assert np.array_equal(a.poses, b.poses)
 
 
-@pytest.mark.skipif(not HUMANOID.exists(), reason="libmujoco-samples is installed by scripts/install-deps.sh")
 def test_humanoid_connectors_are_stated_and_can_be_refused():
+    assert HUMANOID.exists(), "MuJoCo's sample models are missing: scripts/install-deps.sh installs libmujoco-samples"
     model, warnings = treedyn.import_model(HUMANOID)
     assert any("2 connector bodies" in w for w in warnings)
     with pytest.raises(treedyn.ModelError, match="body 'right_foot': its joints 'right_ankle_y', 'right_ankle_x'"):

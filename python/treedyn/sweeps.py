@@ -432,7 +432,7 @@ def _model_text(model) -> str:
     path = os.fspath(model)
     if not os.path.exists(path):
         raise FileNotFoundError(2, "no such model file", path)
-    if os.path.splitext(path)[1].lower() in (".urdf", ".xml", ".mjcf", ".sdf"):
+    if treedyn._treedyn.model_format(path) != "JSON":
         return treedyn.load_model(path).to_json()  # imported once (its warnings shown here); samples override the JSON
     with open(path) as f:
         return f.read()

@@ -306,9 +306,8 @@ int import_model(const std::string& path, const std::string& output, const std::
                  const ImportOptions& options) {
   if (model_format_of(path) == ModelFormat::Json)
     throw ModelError(path + ": treedyn import reads URDF (.urdf), MJCF (.xml, .mjcf) and SDFormat (.sdf) files");
-  ImportedModel imported = import_model_file(path, options);
+  const ImportedModel imported = import_model_file(path, options, overrides_of(sets));
   for (const auto& w : imported.warnings) std::cerr << "warning: " << w << "\n";
-  if (!sets.empty()) imported.model = parse_model_json(write_model_json(imported.model), path, overrides_of(sets));
   const Model& m = imported.model;
   const Topology topo(m);
   write_model_file(m, output);
@@ -661,24 +660,23 @@ int main(int argc, char** argv) {
   s->add_flag("--quiet,-q", sim.quiet, "print nothing but errors");
   s->add_flag("--profile", sim.profile, "print the time split per stage of the formulation");
   s->add_flag("--plot", sim.plot, "draw the results as SVG with gnuplot (as `treedyn plot` does)");
-  s->add_option("--check-energy", sim.judge.energy,
-                 "status warning when the energy drift (beyond the work of non-conservative loads) exceeds this share of "
-                 "the run's energy range (0: not checked)")
-      ->capture_default_str()->check(kNonNegative);
-  s->add_option("--check-position", sim.judge.position,
-                "status warning when the position constraint error exceeds this share of the model's length (0: not checked)")
-      ->capture_default_str()->check(kNonNegative);
-  s->add_option("--check-velocity", sim.judge.velocity,
-                "status warning when the velocity constraint error exceeds this share of the characteristic speed "
-                "sqrt(2 energy range / mass) (0: not checked)")
-      ->capture_default_str()->check(kNonNegative);
-  s->add_option("--check-quaternion", sim.judge.quaternion,
-                "status warning when a body's Euler parameters' norm leaves 1 by more than this (0: not checked)")
-      ->capture_default_str()->check(kNonNegative);
-  s->add_option("--check-accuracy", sim.judge.accuracy,
-                "with --estimate-error: status warning when the body positions of the refined run differ by more than this "
-                "share of the model's length (0: not checked)")
-      ->capture_default_str()->check(kNonNegative);
+  // The self-judgement's thresholds (JudgementOptions), each a share of a scale of the model or run.
+  for (const auto& [flag, threshold, help] : {
+           std::tuple{"--check-energy", &sim.judge.energy,
+                      "status warning when the energy drift (beyond the work of non-conservative loads) exceeds this share "
+                      "of the run's energy range (0: not checked)"},
+           std::tuple{"--check-position", &sim.judge.position,
+                      "status warning when the position constraint error exceeds this share of the model's length (0: not "
+                      "checked)"},
+           std::tuple{"--check-velocity", &sim.judge.velocity,
+                      "status warning when the velocity constraint error exceeds this share of the characteristic speed "
+                      "sqrt(2 energy range / mass) (0: not checked)"},
+           std::tuple{"--check-quaternion", &sim.judge.quaternion,
+                      "status warning when a body's Euler parameters' norm leaves 1 by more than this (0: not checked)"},
+           std::tuple{"--check-accuracy", &sim.judge.accuracy,
+                      "with --estimate-error: status warning when the body positions of the refined run differ by more "
+                      "than this share of the model's length (0: not checked)"}})
+    s->add_option(flag, *threshold, help)->capture_default_str()->check(kNonNegative);
   s->add_flag("--estimate-error", sim.estimate_error,
               "run a refined companion beside the run (half the step, or a hundredth of the tolerances) and report the "
               "largest differences of body positions, joint coordinates and energy (summary.json's error_estimate; "

@@ -49,6 +49,10 @@ void LeftOut::add(const std::string& kind, const std::vector<std::string>& names
   if (!names.empty()) parts_.push_back(kind + " (" + listed(names, 4) + ")");
 }
 
+void LeftOut::counted(const std::string& what, const std::string& noun, const std::vector<std::string>& names) {
+  add((what.empty() ? "" : what + " ") + std::to_string(names.size()) + " " + noun, names);
+}
+
 std::vector<std::string> LeftOut::warning(const std::string& source) const {
   if (parts_.empty()) return {};
   return {source + ": treedyn does not model, and leaves out: " + listed(parts_, parts_.size())};

@@ -66,8 +66,11 @@ std::string listed(const std::vector<std::string>& names, std::size_t max = 6);
 /// What a file holds that treedyn does not model, gathered into the import's one warning line.
 class LeftOut {
  public:
-  /// "limits of 3 joints (a, b, c)": `count_of` names the kind with the number of names in front.
+  /// "inactive equality constraints (a, b)": `kind`, then the names (nothing when there are none).
   void add(const std::string& kind, const std::vector<std::string>& names);
+  /// "limits of 3 joints (a, b, c)": `what` ("limits of", or empty), the number of names, `noun`
+  /// ("joints"), then the names.
+  void counted(const std::string& what, const std::string& noun, const std::vector<std::string>& names);
   /// "<source>: treedyn does not model, and leaves out: ..." or nothing.
   std::vector<std::string> warning(const std::string& source) const;
 

@@ -11,11 +11,13 @@
 // bodies (ImportOptions::connector_mass_fraction), an approximation the warnings state.
 #include "treedyn/model_import.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <sstream>
+#include <utility>
 
 #include "import/link_tree.hpp"
 
@@ -77,7 +79,7 @@ class MjcfMapper {
     for (int e = 0; e < m_.neq; ++e) add_equality(e);
     return std::move(tree_);
   }
-  std::vector<std::string>& connectors() { return connectors_; }
+  const std::vector<std::string>& connectors() const { return connectors_; }
 
  private:
   std::string body_name(int b) const {
@@ -132,13 +134,8 @@ class MjcfMapper {
     };
     const std::size_t n = j.size();
     if (n == 1) {
-      switch (type(0)) {
-        case mjJNT_FREE: return add(JointType::Free, Vec3::Zero(), Mat3::Identity());
-        case mjJNT_BALL: return add(JointType::Spherical, anchor(0), Mat3::Identity());
-        case mjJNT_HINGE: return add(JointType::Revolute, anchor(0), importing::frame_with_z(axis(0), element));
-        case mjJNT_SLIDE: return add(JointType::Prismatic, anchor(0), importing::frame_with_z(axis(0), element));
-        default: throw ModelError(tree_.source + ": " + element + ": unknown MuJoCo joint type " + std::to_string(type(0)));
-      }
+      const auto [t, R] = joint_of(j[0], element);
+      return add(t, t == JointType::Free ? Vec3::Zero() : anchor(0), R);
     }
     const bool all_hinges = std::all_of(j.begin(), j.end(), [&](int k) { return m_.jnt_type[k] == mjJNT_HINGE; });
     if (n == 2 && all_hinges && same_anchor(0, 1) && std::abs(axis(0).dot(axis(1))) <= 1e-12)
@@ -156,6 +153,17 @@ class MjcfMapper {
   }
 
   double offset_from_parent(int b) const { return vec3(m_.body_pos + 3 * b).norm(); }
+
+  /// One MuJoCo joint as a treedyn joint type and its frame's rotation (z along the axis).
+  std::pair<JointType, Mat3> joint_of(int jk, const std::string& who) const {
+    switch (m_.jnt_type[jk]) {
+      case mjJNT_FREE: return {JointType::Free, Mat3::Identity()};
+      case mjJNT_BALL: return {JointType::Spherical, Mat3::Identity()};
+      case mjJNT_HINGE: return {JointType::Revolute, frame_with_z(vec3(m_.jnt_axis + 3 * jk), who)};
+      case mjJNT_SLIDE: return {JointType::Prismatic, frame_with_z(vec3(m_.jnt_axis + 3 * jk), who)};
+      default: throw ModelError(tree_.source + ": " + who + ": unknown MuJoCo joint type " + std::to_string(m_.jnt_type[jk]));
+    }
+  }
 
   /// Joints j1..jk of body b in series through k - 1 connector bodies that share the body's
   /// frame at qpos0, each with a fraction of its mass and inertia.
@@ -187,19 +195,10 @@ class MjcfMapper {
         tree_.links.push_back(c);
         connectors_.push_back(next);
       }
-      const Vec3 at = vec3(m_.jnt_pos + 3 * jk);
-      JointType t = JointType::Revolute;
-      Mat3 R = Mat3::Identity();
-      switch (m_.jnt_type[jk]) {
-        case mjJNT_HINGE: R = importing::frame_with_z(vec3(m_.jnt_axis + 3 * jk), "joint '" + name + "'"); break;
-        case mjJNT_SLIDE:
-          t = JointType::Prismatic;
-          R = importing::frame_with_z(vec3(m_.jnt_axis + 3 * jk), "joint '" + name + "'");
-          break;
-        case mjJNT_BALL: t = JointType::Spherical; break;
-        default: throw ModelError(tree_.source + ": body '" + child + "': a free joint among other joints (" + names + ")");
-      }
-      const Pose frame{at, R};
+      const auto [t, R] = joint_of(jk, "joint '" + name + "'");
+      if (t == JointType::Free)
+        throw ModelError(tree_.source + ": body '" + child + "': a free joint among other joints (" + names + ")");
+      const Pose frame{vec3(m_.jnt_pos + 3 * jk), R};
       tree_.joints.push_back({name, "joint '" + name + "'", t, previous, next, k == 0 ? in_parent * frame : frame, frame});
       previous = next;
     }
@@ -262,16 +261,15 @@ class MjcfMapper {
         if (m_.geom_contype[g] || m_.geom_conaffinity[g]) contact.push_back(name(mjOBJ_GEOM, g, "geom"));
     for (int u = 0; u < m_.nu; ++u) actuators.push_back(name(mjOBJ_ACTUATOR, u, "actuator"));
     for (int t = 0; t < m_.ntendon; ++t) tendons.push_back(name(mjOBJ_TENDON, t, "tendon"));
-    auto n = [](const std::vector<std::string>& v) { return std::to_string(v.size()); };
     LeftOut left;
-    left.add("contacts of " + n(contact) + " geoms", contact);
-    left.add("limits of " + n(limited) + " joints", limited);
-    left.add("damping of " + n(damped) + " joints", damped);
-    left.add("stiffness of " + n(springy) + " joints", springy);
-    left.add("armature of " + n(armature) + " joints", armature);
-    left.add("friction loss of " + n(friction) + " joints", friction);
-    left.add(n(actuators) + " actuators", actuators);
-    left.add(n(tendons) + " tendons", tendons);
+    left.counted("contacts of", "geoms", contact);
+    left.counted("limits of", "joints", limited);
+    left.counted("damping of", "joints", damped);
+    left.counted("stiffness of", "joints", springy);
+    left.counted("armature of", "joints", armature);
+    left.counted("friction loss of", "joints", friction);
+    left.counted("", "actuators", actuators);
+    left.counted("", "tendons", tendons);
     left.add("inactive equality constraints", inactive_);
     left.add("mocap motion (mocap bodies are welded where they start)", mocap_);
     return left.warning(source_);  // tree_ is moved out by map()

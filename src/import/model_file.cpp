@@ -42,7 +42,9 @@ bool format_supported(ModelFormat format) {
   }
 }
 
-ImportedModel import_model_file(const std::string& path, const ImportOptions& options) {
+namespace {
+
+ImportedModel import_by_format(const std::string& path, const ImportOptions& options) {
   switch (model_format_of(path)) {
     case ModelFormat::Urdf: return import_urdf_file(path, options);
     case ModelFormat::Mjcf: return import_mjcf_file(path, options);
@@ -50,6 +52,15 @@ ImportedModel import_model_file(const std::string& path, const ImportOptions& op
     case ModelFormat::Json: break;
   }
   throw ModelError(path + ": not a URDF (.urdf), MJCF (.xml, .mjcf) or SDFormat (.sdf) file; read treedyn's JSON with read_model_file");
+}
+
+}  // namespace
+
+ImportedModel import_model_file(const std::string& path, const ImportOptions& options,
+                                const std::vector<ModelOverride>& overrides) {
+  ImportedModel imported = import_by_format(path, options);
+  if (!overrides.empty()) imported.model = parse_model_json(write_model_json(imported.model), path, overrides);
+  return imported;
 }
 
 }  // namespace treedyn

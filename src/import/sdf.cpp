@@ -70,9 +70,9 @@ class SdfMapper {
 
   std::vector<std::string> warnings() const {
     LeftOut left;
-    left.add("limits of " + std::to_string(limited_.size()) + " joints", limited_);
-    left.add("damping, friction or springs of " + std::to_string(damped_.size()) + " joints", damped_);
-    left.add("collision geometry of " + std::to_string(colliding_.size()) + " links", colliding_);
+    left.counted("limits of", "joints", limited_);
+    left.counted("damping, friction or springs of", "joints", damped_);
+    left.counted("collision geometry of", "links", colliding_);
     return left.warning(source_);
   }
 

@@ -96,10 +96,10 @@ class UrdfMapper {
 
   std::vector<std::string> warnings() const {
     LeftOut left;
-    left.add("limits of " + std::to_string(limited_.size()) + " joints", limited_);
-    left.add("damping or friction of " + std::to_string(damped_.size()) + " joints", damped_);
-    left.add("mimic couplings of " + std::to_string(mimic_.size()) + " joints (the joints move freely)", mimic_);
-    left.add("collision geometry of " + std::to_string(colliding_.size()) + " links", colliding_);
+    left.counted("limits of", "joints", limited_);
+    left.counted("damping or friction of", "joints", damped_);
+    left.counted("mimic couplings of", "joints (the joints move freely)", mimic_);
+    left.counted("collision geometry of", "links", colliding_);
     std::vector<std::string> out = warnings_;
     for (const std::string& w : left.warning(source_)) out.push_back(w);
     if (!missing_meshes_.empty())

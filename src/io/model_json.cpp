@@ -574,12 +574,10 @@ Model parse_model_json(const std::string& text, const std::string& source) { ret
 Model read_model_file(const std::string& path, const std::vector<ModelOverride>& overrides,
                       std::vector<std::string>* import_warnings) {
   if (model_format_of(path) != ModelFormat::Json) {
-    ImportedModel imported = import_model_file(path);
+    ImportedModel imported = import_model_file(path, {}, overrides);
     if (import_warnings)
       import_warnings->insert(import_warnings->end(), imported.warnings.begin(), imported.warnings.end());
-    // Overrides address the JSON document: the imported model's, which reads back exactly.
-    if (overrides.empty()) return std::move(imported.model);
-    return parse_model_json(write_model_json(imported.model), path, overrides);
+    return std::move(imported.model);
   }
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw ModelError(path + ": cannot open the model file");

@@ -68,9 +68,10 @@ std::unique_ptr<Simulator> refined_companion(const Simulator& sim, ErrorEstimate
   return companion;
 }
 
-/// Advances the companion to the run's time and widens the estimate by how far they part there.
+/// Advances the companion to the run's time and widens the estimate by how far they part there
+/// (`energy`: the run's total energy, from its sample's metrics).
 /// A companion that fails ends the comparison, said in the note (the judgement warns of it).
-void compare_with_companion(const Simulator& sim, std::unique_ptr<Simulator>& companion, ErrorEstimate& e) {
+void compare_with_companion(const Simulator& sim, double energy, std::unique_ptr<Simulator>& companion, ErrorEstimate& e) {
   try {
     if (sim.time() > companion->time()) companion->advance_to(sim.time());
   } catch (const std::exception& x) {
@@ -82,7 +83,7 @@ void compare_with_companion(const Simulator& sim, std::unique_ptr<Simulator>& co
   const SystemState& b = companion->body_states();
   for (std::size_t i = 0; i < a.size(); ++i) e.position = std::max(e.position, (a[i].r - b[i].r).norm());
   if (sim.q().size() > 0) e.coordinate = std::max(e.coordinate, (sim.q() - companion->q()).cwiseAbs().maxCoeff());
-  e.energy = std::max(e.energy, std::abs(sim.energy().total - companion->energy().total));
+  e.energy = std::max(e.energy, std::abs(energy - companion->energy().total));
   e.t_compared = sim.time();
 }
 
@@ -182,7 +183,7 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
     for (const BodyState& b : snapshot.bodies) quaternion_error = std::max(quaternion_error, std::abs(b.q.norm() - 1.0));
     if (sink) sink->write(snapshot, m, sim.stats());
     ++result.samples;  // written (a sink that failed to write it has thrown)
-    if (companion) compare_with_companion(sim, companion, result.error_estimate);
+    if (companion) compare_with_companion(sim, m.total, companion, result.error_estimate);
   };
 
   try {
