@@ -1,0 +1,37 @@
+// Model files at scale (issue 28): writing and reading the canonical JSON of paper 000's
+// spherical chain of n bodies (treedyn generate chain), from memory, so the disk is not timed.
+//   build/bench/treedyn_bench_model_files --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include "treedyn/generators.hpp"
+#include "treedyn/model_json.hpp"
+
+namespace {
+
+void WriteModelJson(benchmark::State& state) {
+  const treedyn::Model chain = treedyn::make_chain(static_cast<int>(state.range(0)), treedyn::JointType::Spherical);
+  std::size_t bytes = 0;
+  for (auto _ : state) {
+    const std::string text = treedyn::write_model_json(chain);
+    bytes = text.size();
+    benchmark::DoNotOptimize(bytes);
+  }
+  state.counters["MB"] = static_cast<double>(bytes) / 1e6;
+}
+
+void ParseModelJson(benchmark::State& state) {
+  const std::string text =
+      treedyn::write_model_json(treedyn::make_chain(static_cast<int>(state.range(0)), treedyn::JointType::Spherical));
+  for (auto _ : state) {
+    const treedyn::Model m = treedyn::parse_model_json(text, "chain.json");
+    benchmark::DoNotOptimize(m.bodies.data());
+  }
+  state.counters["MB"] = static_cast<double>(text.size()) / 1e6;
+}
+
+BENCHMARK(WriteModelJson)->RangeMultiplier(4)->Range(1024, 65536)->Unit(benchmark::kMillisecond);
+BENCHMARK(ParseModelJson)->RangeMultiplier(4)->Range(1024, 65536)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
