@@ -221,9 +221,12 @@ class MjcfMapper {
         else tree_.joints.push_back({name, element, JointType::Spherical, body_name(b1), body_name(b2), on1, on2});
         return;
       }
-      case mjEQ_WELD: {  // holds the relative pose at qpos0
-        const Pose rel = body_pose(b1).inverse() * body_pose(b2);
-        if (b2 == 0) tree_.joints.push_back({name, element, JointType::Fixed, body_name(0), body_name(b1), body_pose(b1), Pose{}});
+      case mjEQ_WELD: {
+        // data: anchor (3), then body 2's pose in body 1's frame (3 + quaternion 4): the file's
+        // relpose, or the compiler's from qpos0. A relpose other than qpos0's is kept, so the
+        // initial state then violates the weld and is refused (or assembled) as any other.
+        const Pose rel{vec3(data + 3), rotation(data + 6)};
+        if (b2 == 0) tree_.joints.push_back({name, element, JointType::Fixed, body_name(0), body_name(b1), rel.inverse(), Pose{}});
         else tree_.joints.push_back({name, element, JointType::Fixed, body_name(b1), body_name(b2), rel, Pose{}});
         return;
       }

@@ -16,6 +16,7 @@
 
 #include "treedyn/model_import.hpp"
 #include "treedyn/model_json.hpp"
+#include "treedyn/projection.hpp"
 #include "treedyn/simulator.hpp"
 
 namespace treedyn {
@@ -252,6 +253,27 @@ TEST(ImportMjcf, ConnectEqualityClosesAFourBarThatKeepsItsLoopUnderEveryFormulat
     // stabilisation: 1e-6 m on a 0.5 m mechanism is far inside either and far from a lost loop.
     EXPECT_LT(sim.constraint_errors().position, 1e-6) << f.name;
   }
+}
+
+// A weld or connect that does not hold at qpos0 (a relpose of its own) is kept as the file gives
+// it, so the initial state is refused naming it, never silently welded where the bodies start.
+TEST(ImportMjcf, EqualitiesKeepTheFilesGeometryAndAnInitialStateThatBreaksThemIsRefused) {
+  const std::string path = (std::filesystem::temp_directory_path() / "treedyn_welds.xml").string();
+  std::ofstream(path) << R"(<mujoco><worldbody>
+    <body name="a" pos="0 0 1"><freejoint/><geom size=".1"/></body>
+    <body name="b" pos="1 0 1"><freejoint/><geom size=".1"/></body>
+    <body name="c" pos="2 0 1"><freejoint/><geom size=".1"/></body>
+    </worldbody><equality>
+    <weld name="held" body1="a" body2="b"/>
+    <weld name="apart" body1="b" body2="c" relpose="0.5 0 0 1 0 0 0"/>
+    </equality></mujoco>)";
+  const Model model = import_mjcf_file(path).model;
+  const ConsistencyReport report = check_initial_state(model, 1e-9);
+  ASSERT_FALSE(report.consistent());
+  std::string violations;
+  for (const auto& v : report.violations) violations += v + "\n";
+  EXPECT_NE(violations.find("apart"), std::string::npos) << violations;
+  EXPECT_EQ(violations.find("held"), std::string::npos) << violations;
 }
 
 TEST(ImportMjcf, BadFilesAreErrorsNamingTheFileAndTheElement) {
