@@ -112,7 +112,7 @@ def test_compare_mode_overlays_every_formulation_and_toggles_them(chromium, tmp_
 
 def test_a_failed_run_says_so_and_marks_its_time(chromium, tmp_path, treedyn_binary, models_dir):
     out = tmp_path / "failed"
-    done = run(treedyn_binary, "simulate", str(models_dir / "four_bar.json"), "-f", "reference", "--set",
+    done = run(treedyn_binary, "simulate", str(models_dir / "four_bar.json"), "-f", "reference", "--integrator", "bdf", "--set",
                "bodies.B.mass=2", "--set", "bodies.C.mass=2", "--t-end", "2", "-o", str(out), "-q", "--view", ok=False)
     assert done.returncode == 2  # bdf fails at the aligned (singular) position, t = 0.89 s
     chromium.errors.clear()

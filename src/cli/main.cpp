@@ -632,7 +632,7 @@ int main(int argc, char** argv) {
   s->add_option("--t-end", sim.t_end, "end time, s (default: the model's, else 10)")->check(kNonNegative);
   s->add_option("--dt", sim.dt, "step of fixed-step methods, output interval of adaptive ones, s (default: the model's, else 0.01)")
       ->check(kPositive);
-  s->add_option("--integrator", sim.integrator, "ODE integrator (defaults: reference bdf, dca and hdca dopri5; ali3, half-implicit and fully-implicit have their own)");
+  s->add_option("--integrator", sim.integrator, "ODE integrator (defaults: dopri5; ali3, half-implicit and fully-implicit have their own)");
   s->add_option("--rtol", sim.rtol, "relative tolerance of adaptive integrators (defaults: reference 1e-10, dca and hdca 1e-6)")->check(kPositive);
   s->add_option("--atol", sim.atol, "absolute tolerance of adaptive integrators (defaults: reference 1e-10, dca and hdca 1e-6)")->check(kPositive);
   s->add_option("--threads", sim.threads, threads_help)->capture_default_str()->check(kPositive);

@@ -87,7 +87,7 @@ const std::vector<Option>& options() {
                    std::function<void(FormulationSettings&, const OptionValue&, const std::string&)> set) {
       o.push_back({{std::move(name), std::move(type), std::move(formulations), std::move(description)}, std::move(set)});
     };
-    add("integrator", integrator_choices(), kOde, "ODE integrator (defaults: reference bdf, dca and hdca dopri5)",
+    add("integrator", integrator_choices(), kOde, "ODE integrator (default dopri5)",
         [](auto& s, const auto& v, auto&) { s.integrator = choice("integrator", v, integrator_choices()); });
     add("rtol", "number", kOde, "relative tolerance of the adaptive integrators",
         [](auto& s, const auto& v, auto&) { s.rtol = number("rtol", v, false); });

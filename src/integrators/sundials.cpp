@@ -108,6 +108,12 @@ class SundialsBase : public Integrator {
     fails_before_ = fails;
   }
   Map state() { return Map(NV_DATA_S(y_), NV_LENGTH_S(y_)); }
+  /// Outputs between steps are the method's interpolant, which the projection after each step
+  /// does not reach: the copy handed out is projected too (the solver's own state is untouched,
+  /// so the run does not depend on where it is sampled).
+  void project_output(double t, Eigen::VectorXd& y) {
+    if (opt_.project && sys_.project(t, y) > 0.0) ++stats_.projections;
+  }
 
   std::string name_;
   OdeSystem& sys_;
@@ -150,7 +156,10 @@ class ArkodeErk final : public SundialsBase {
     steps_before_ = fails_before_ = 0;
   }
 
-  void advance(double t_out, Eigen::VectorXd& y) override { evolve(t_out, ARK_NORMAL, y); }
+  void advance(double t_out, Eigen::VectorXd& y) override {
+    evolve(t_out, ARK_NORMAL, y);
+    project_output(t_out, y);
+  }
 
   double step(Eigen::VectorXd& y) override {
     double now = 0.0;
@@ -292,6 +301,7 @@ class Cvode final : public SundialsBase {
       steps_before_ = fails_before_ = 0;
     }
     y = state_now;
+    if (name_ == "bdf") project_output(t, y);
   }
 
   void release() {
