@@ -27,6 +27,11 @@ struct JudgementOptions {
   double velocity = 0.1;     // largest velocity constraint error / characteristic speed
   double quaternion = 1e-6;  // largest | |Euler parameters| - 1 | of any body
   double accuracy = 1e-2;    // the error estimate's largest body position difference / characteristic length
+  /// Closed loops' conditioning (Topology::loop_conditioning, 1: far from, 0: at a singular
+  /// position) below which a run is near a singular position, where assembly branches meet and a
+  /// run can change branch with every constraint kept: such a run is checked by a refined
+  /// companion from then on (ErrorEstimate), or is a warning when none can be made. 0: not watched.
+  double branch = 0.1;
 };
 
 /// How much a run's answer moves when it is refined (RunOptions::estimate_error): the same run
@@ -39,6 +44,8 @@ struct ErrorEstimate {
   double coordinate = 0.0; // largest difference of a joint coordinate (rad, m, or an Euler parameter)
   double energy = 0.0;     // J: largest difference of the total energy
   double t_compared = 0.0; // the last time compared (t_end unless the companion stopped)
+  double t_from = 0.0;     // the first time compared (later than t0 when a singular position started it)
+  std::string reason;      // why it was made: "asked", or the singular position that called for it
   std::string note;        // why the estimate is incomplete or was not made
   bool made() const { return !refinement.empty(); }
 };
@@ -50,7 +57,7 @@ struct Judgement {
   double length = 0.0;        // m: the bodies' and ground joints' extent at t0, or the largest radius of gyration
   double speed = 0.0;         // m/s: sqrt(2 energy_range / total mass)
   struct Check {
-    std::string name;                   // "energy", "position", "velocity", "quaternion"
+    std::string name;                   // "energy", "position", "velocity", "quaternion", "accuracy", "branch"
     double value = 0.0, threshold = 0.0;  // in the check's units (J, m, m/s, -); threshold 0: not checked
     bool passed = true;
     std::string note;  // why a check could not be made, when it could not

@@ -439,7 +439,9 @@ std::shared_ptr<RecordedRun> simulate(const std::shared_ptr<Model>& model, const
     else if (name == "velocity") ro.judge.velocity = x;
     else if (name == "quaternion") ro.judge.quaternion = x;
     else if (name == "accuracy") ro.judge.accuracy = x;
-    else throw std::invalid_argument("checks: no check named '" + name + "' (energy, position, velocity, quaternion, accuracy)");
+    else if (name == "branch") ro.judge.branch = x;
+    else throw std::invalid_argument("checks: no check named '" + name +
+                                     "' (energy, position, velocity, quaternion, accuracy, branch)");
   }
   run->reserve(static_cast<std::size_t>(std::clamp(std::ceil(t_end / (dt * sample_every)), 0.0, double(1 << 20))) + 2);
   InterruptCheck check;

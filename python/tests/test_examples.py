@@ -23,8 +23,11 @@ def test_the_pd_example_reaches_the_static_equilibrium(tmp_path):
 
 def test_the_four_bar_example_tabulates_and_draws_every_formulation(tmp_path):
     out = run("four_bar_formulations.py", str(tmp_path / "figure.png"), cwd=tmp_path)
-    for name in ("reference", "dca", "hdca", "ali3", "half-implicit"):
+    for name in ("reference", "dca", "hdca", "ali3"):
         assert re.search(rf"^{name}\s+ok", out, re.M), name
+    # half-implicit passes the aligned position at 0.97 s, but its refined companion (half the
+    # step) cannot: its answer there is not settled, and it says so (issue 24)
+    assert re.search(r"^half-implicit\s+warning", out, re.M), out
     # Backward Euler's numerical damping drains the four-bar's energy at paper 002's step: the run
     # judges itself (issue 24) instead of saying ok 1.7 m from the reference.
     assert re.search(r"^fully-implicit\s+warning", out, re.M), out

@@ -332,8 +332,9 @@ def simulate(
     one that does not apply to the formulation raises ValueError. With `output`, the command line's
     files are written there too. A run that reaches t_end judges itself (Result.status "ok" or
     "warning", summary["judgement"]); `checks` changes the thresholds as the CLI's --check-*:
-    {"energy": 0.1, "position": 1e-2, "velocity": 0.1, "quaternion": 1e-6, "accuracy": 1e-2}, 0
-    switching one off. `estimate_error` runs a refined companion beside the run (half the step or a
+    {"energy": 0.1, "position": 1e-2, "velocity": 0.1, "quaternion": 1e-6, "accuracy": 1e-2,
+    "branch": 0.1}, 0 switching one off ("branch": a run that comes near a singular position of its
+    closed loops is checked by a refined companion from there on). `estimate_error` runs a refined companion beside the run (half the step or a
     hundredth of the tolerances): summary["error_estimate"] holds the largest differences of body
     positions, joint coordinates and energy, judged by the "accuracy" check (the CLI's
     --estimate-error).

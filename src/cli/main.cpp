@@ -429,10 +429,11 @@ int simulate(const SimulateArgs& a) {
     for (const auto& [name, value] : r.diagnostics) std::printf("  %s: %s\n", name.c_str(), sci(value).c_str());
     const ErrorEstimate& e = r.error_estimate;
     if (e.made())
-      std::printf("  error estimate (against a companion run with %s, to t = %g s): body positions %s m, joint coordinates %s, "
-                  "energy %s J%s%s\n",
-                  e.refinement.c_str(), e.t_compared, sci(e.position).c_str(), sci(e.coordinate).c_str(), sci(e.energy).c_str(),
-                  e.note.empty() ? "" : "; ", e.note.c_str());
+      std::printf("  error estimate (against a companion run with %s, t = %g to %g s%s%s): body positions %s m, joint "
+                  "coordinates %s, energy %s J%s%s\n",
+                  e.refinement.c_str(), e.t_from, e.t_compared, e.reason == "asked" ? "" : ", made because ",
+                  e.reason == "asked" ? "" : e.reason.c_str(), sci(e.position).c_str(), sci(e.coordinate).c_str(),
+                  sci(e.energy).c_str(), e.note.empty() ? "" : "; ", e.note.c_str());
     else if (!e.note.empty())
       std::printf("  error estimate %s\n", e.note.c_str());
     const char* ext = a.format == "npy" ? "npy" : "csv";
@@ -675,7 +676,11 @@ int main(int argc, char** argv) {
                       "status warning when a body's Euler parameters' norm leaves 1 by more than this (0: not checked)"},
            std::tuple{"--check-accuracy", &sim.judge.accuracy,
                       "with --estimate-error: status warning when the body positions of the refined run differ by more "
-                      "than this share of the model's length (0: not checked)"}})
+                      "than this share of the model's length (0: not checked)"},
+           std::tuple{"--check-branch", &sim.judge.branch,
+                      "closed loops: when their conditioning (1 far from, 0 at a singular position, where assembly branches "
+                      "meet) falls below this, a refined companion checks the run from there on (judged by "
+                      "--check-accuracy), or the status is warning when none can be made (0: not watched)"}})
     s->add_option(flag, *threshold, help)->capture_default_str()->check(kNonNegative);
   s->add_flag("--estimate-error", sim.estimate_error,
               "run a refined companion beside the run (half the step, or a hundredth of the tolerances) and report the "

@@ -354,8 +354,9 @@ std::string summary_json(const Model& model, const SimulationResult& r) {
   }
   const ErrorEstimate& e = r.error_estimate;
   if (e.made() || !e.note.empty()) {
-    j["error_estimate"] = {{"refinement", e.refinement}, {"position", e.position}, {"coordinate", e.coordinate},
-                           {"energy", e.energy}, {"t_compared", e.t_compared}};
+    j["error_estimate"] = {{"refinement", e.refinement}, {"reason", e.reason},     {"position", e.position},
+                           {"coordinate", e.coordinate}, {"energy", e.energy}, {"t_from", e.t_from},
+                           {"t_compared", e.t_compared}};
     if (!e.note.empty()) j["error_estimate"]["note"] = e.note;
   }
   if (!r.stage_seconds.empty()) j["stage_seconds"] = r.stage_seconds;

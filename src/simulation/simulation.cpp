@@ -4,9 +4,12 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <numeric>
+#include <optional>
 
 #include "treedyn/errors.hpp"
 #include "treedyn/integrators.hpp"
+#include "treedyn/topology.hpp"
 
 namespace treedyn {
 
@@ -36,17 +39,17 @@ double characteristic_length(const Model& model) {
   return std::max(model.bodies.empty() ? 0.0 : (high - low).norm(), gyration);
 }
 
-/// The companion of an error estimate: the same formulation and settings from the same state,
-/// at half the step or a hundredth of the tolerances; null (with e.note saying why) when the run
-/// cannot be repeated beside itself.
-std::unique_ptr<Simulator> refined_companion(const Simulator& sim, ErrorEstimate& e) {
+/// The companion of an error estimate: the same formulation and settings started where the run
+/// started (`start`, at t = 0), at half the step or a hundredth of the tolerances; null (with
+/// e.note saying why) when the run cannot be repeated beside itself.
+std::unique_ptr<Simulator> refined_companion(const Simulator& sim, double t0, const SystemState& start, ErrorEstimate& e) {
   if (sim.inputs().active()) {
     e.note = "not made: the run has inputs from outside the model (efforts, wrenches or a load function), which a "
              "companion run cannot repeat";
     return nullptr;
   }
-  if (sim.time() != 0.0) {
-    e.note = "not made: the run starts at t = " + sci(sim.time()) + " s, and a companion run starts at 0";
+  if (t0 != 0.0) {
+    e.note = "not made: the run starts at t = " + sci(t0) + " s, and a companion run starts at 0";
     return nullptr;
   }
   FormulationSettings s = sim.settings();
@@ -64,9 +67,78 @@ std::unique_ptr<Simulator> refined_companion(const Simulator& sim, ErrorEstimate
     e.refinement = "rtol " + sci(*s.rtol) + ", atol " + sci(*s.atol) + " (a hundredth)";
   }
   auto companion = std::make_unique<Simulator>(sim.model_ptr(), f, s, sim.state_tolerance());
-  companion->set_body_states(sim.body_states());  // the run's own start (a state set at t = 0 too)
+  companion->set_body_states(start);  // the run's own start (a state set at t = 0 too)
+  e.t_from = sim.time();
   return companion;
 }
+
+/// True when the model has a closed kinematic loop (a joint between two bodies already joined,
+/// ground included) or a driver: the models whose constraint rows can lose rank.
+bool has_closed_loops(const Model& model) {
+  if (!model.drivers.empty()) return true;
+  std::vector<int> root(static_cast<std::size_t>(model.body_count()) + 1);  // ground last
+  std::iota(root.begin(), root.end(), 0);
+  auto find = [&](int b) {
+    auto i = static_cast<std::size_t>(b == kGround ? model.body_count() : b);
+    while (root[i] != static_cast<int>(i)) i = static_cast<std::size_t>(root[i] = root[static_cast<std::size_t>(root[i])]);
+    return static_cast<int>(i);
+  };
+  for (const Joint& j : model.joints) {
+    const int a = find(j.parent), b = find(j.child);
+    if (a == b) return true;
+    root[static_cast<std::size_t>(a)] = b;
+  }
+  return false;
+}
+
+/// Watches a run for singular positions of its closed loops (JudgementOptions::branch): there
+/// the loop rows lose rank, assembly branches meet, and a run can change branch with every
+/// constraint kept. The conditioning is a dense eigenproblem in the loop rows, so models of more
+/// than kWatchedBodies bodies are not watched (said in the check's note).
+class BranchWatch {
+ public:
+  static constexpr int kWatchedBodies = 64;
+
+  BranchWatch(const Model& model, double threshold) : threshold_(threshold) {
+    if (!(threshold > 0.0) || !has_closed_loops(model)) return;
+    if (model.body_count() > kWatchedBodies) {
+      note_ = "not watched: " + std::to_string(model.body_count()) + " bodies (the dense check of the loops' "
+              "conditioning runs up to " + std::to_string(kWatchedBodies) + "); --estimate-error checks the run";
+      return;
+    }
+    topology_.emplace(model);
+  }
+  bool watching() const { return topology_.has_value(); }
+  /// Looks at the run's state at time t; true when the run has just come near a singular position.
+  bool observe(const Model& model, const SystemState& bodies, double t) {
+    if (!topology_) return false;
+    const double c = topology_->loop_conditioning(model, bodies);
+    smallest_ = std::min(smallest_, c);
+    const bool near = c < threshold_;
+    const bool entered = near && !near_;
+    near_ = near;
+    if (entered && ++passages_ == 1) first_time_ = t;
+    return entered;
+  }
+  int passages() const { return passages_; }
+  double first_time() const { return first_time_; }
+  double smallest() const { return smallest_; }
+  const std::string& note() const { return note_; }
+  std::string describe() const {
+    return "the run came near a singular position of its closed loops " + std::to_string(passages_) +
+           (passages_ == 1 ? " time" : " times") + " (first at t = " + sci(first_time_) +
+           " s; the loop rows' conditioning fell to " + sci(smallest_) + ", below " + sci(threshold_) +
+           "), where assembly branches meet and a run can change branch with every constraint kept";
+  }
+
+ private:
+  double threshold_;
+  std::optional<Topology> topology_;
+  std::string note_;
+  bool near_ = false;
+  int passages_ = 0;
+  double first_time_ = 0.0, smallest_ = 1.0;
+};
 
 /// Advances the companion to the run's time and widens the estimate by how far they part there
 /// (`energy`: the run's total energy, from its sample's metrics).
@@ -87,10 +159,28 @@ void compare_with_companion(const Simulator& sim, double energy, std::unique_ptr
   e.t_compared = sim.time();
 }
 
+/// The branch check: a run that came near a singular position passes when a companion compared
+/// it from there on (the accuracy check judges that), and fails when none could be made.
+void judge_branch(const JudgementOptions& options, const BranchWatch& branch, const ErrorEstimate& e, SimulationResult& r) {
+  if (!(options.branch > 0.0) || (!branch.watching() && branch.note().empty())) return;  // no loops
+  Judgement::Check c{"branch", static_cast<double>(branch.passages()), options.branch, true, branch.note()};
+  if (branch.watching()) c.value = branch.smallest();
+  if (branch.passages() > 0) {
+    if (e.made()) {
+      c.note = branch.describe() + "; the error estimate's companion checked it (the accuracy check)";
+    } else {
+      c.passed = false;
+      c.note = branch.describe() + "; no refined run could check it (" + e.note + ")";
+      r.message += std::string(r.message.empty() ? "" : "; ") + c.note;
+    }
+  }
+  r.judgement.checks.push_back(c);
+}
+
 /// Judges a completed run against options (Judgement): its status becomes "warning", with the
 /// reasons, when a check fails.
 void judge(const Model& model, const JudgementOptions& options, double kinetic_max, double potential_range,
-           double quaternion_error, bool nonconservative, SimulationResult& r) {
+           double quaternion_error, bool nonconservative, const BranchWatch& branch, SimulationResult& r) {
   Judgement& j = r.judgement;
   double mass = 0.0;
   for (const Body& b : model.bodies) mass += b.mass;
@@ -129,6 +219,7 @@ void judge(const Model& model, const JudgementOptions& options, double kinetic_m
       r.message += std::string(r.message.empty() ? "" : "; ") + "error estimate: " + e.note;
     }
   }
+  judge_branch(options, branch, e, r);
   for (const Judgement::Check& c : j.checks)
     if (!c.passed) r.status = "warning";
 }
@@ -159,7 +250,12 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
   result.t_reached = t0;
   Metrics metrics(model, &sim.inputs());
   std::unique_ptr<Simulator> companion;  // the error estimate's refined run, beside this one
-  if (options.estimate_error) companion = refined_companion(sim, result.error_estimate);
+  const SystemState start = sim.body_states();
+  if (options.estimate_error) {
+    companion = refined_companion(sim, t0, start, result.error_estimate);
+    result.error_estimate.reason = "asked";
+  }
+  BranchWatch branch(model, options.judge.branch);
   double kinetic_max = 0.0, potential_min = INFINITY, potential_max = -INFINITY, quaternion_error = 0.0, work = 0.0;
   double wall = 0.0;  // inside advance_to, the failing call included
   Clock::time_point advancing{};
@@ -205,6 +301,11 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
       in_advance = false;
       wall += std::chrono::duration<double>(Clock::now() - advancing).count();
       result.t_reached = t;
+      if (branch.observe(model, sim.body_states(), t) && !companion && !result.error_estimate.made() &&
+          result.error_estimate.note.empty()) {  // checked by a refined run from here on
+        companion = refined_companion(sim, t0, start, result.error_estimate);
+        result.error_estimate.reason = "the run came near a singular position of its closed loops at t = " + sci(t) + " s";
+      }
       if (k % every == 0 || k == steps) sample(false);
       if (progress) progress(t, options.t_end);
     }
@@ -225,7 +326,7 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
   result.diagnostics = sim.formulation().diagnostics();
   if (result.status == "ok")
     judge(model, options.judge, kinetic_max, potential_max >= potential_min ? potential_max - potential_min : 0.0,
-          quaternion_error, work > 0.0, result);
+          quaternion_error, work > 0.0, branch, result);
   return result;
 }
 
