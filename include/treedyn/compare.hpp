@@ -32,6 +32,9 @@ struct CompareOptions {
   /// Each run beside a refined companion (RunOptions::estimate_error; about twice the cost):
   /// the rows say which runs are converged (CompareRow::converged).
   bool estimate_error = false;
+  /// RunOptions::verify: fixed-step runs and passages near singular positions checked by a
+  /// refined companion even without estimate_error.
+  bool verify = true;
   /// Asked between output intervals (RunOptions::stop): true ends the run in progress
   /// ("interrupted", its samples kept) and skips the runs after it; the report holds what was done.
   std::function<bool()> stop;

@@ -34,18 +34,23 @@ struct JudgementOptions {
   double branch = 0.1;
 };
 
-/// How much a run's answer moves when it is refined (RunOptions::estimate_error): the same run
-/// beside it at half the step (fixed-step integrators, ali3, half- and fully-implicit) or at a
-/// hundredth of the tolerances (adaptive integrators), compared at every sample. Tolerance is not
-/// accuracy over long runs; this measures it.
+/// The run's error as a refined run measures it: the same run beside it at half the step
+/// (fixed-step integrators, ali3, half- and fully-implicit) or at a hundredth of the tolerances
+/// (adaptive integrators), compared at every sample. A method of order p at half the step leaves
+/// 1/2^p of its error, so the difference is scaled by 2^p / (2^p - 1) (Richardson): twice the
+/// difference for first-order methods, 4/3 for ali3's trapezoidal rule, 16/15 for rk4; 1 for a
+/// hundredth of the tolerances. Tolerance is not accuracy over long runs; this measures it.
 struct ErrorEstimate {
-  std::string refinement;  // what the companion run changed ("dt 0.005 s (halved)"); empty: not asked
-  double position = 0.0;   // m: largest distance between a body's centres of mass in the two runs
-  double coordinate = 0.0; // largest difference of a joint coordinate (rad, m, or an Euler parameter)
-  double energy = 0.0;     // J: largest difference of the total energy
+  std::string refinement;  // what the companion run changed ("dt 0.005 s (halved)"); empty: not made
+  double factor = 1.0;     // 2^p / (2^p - 1) applied to the differences below (1: adaptive)
+  int order = 0;           // fixed step: the method's order p; 0: the tolerances were refined
+  double setting = 0.0;    // the run's step (fixed step) or rtol (adaptive), for the advice of a failed check
+  double position = 0.0;   // m: largest distance between a body's centres of mass in the two runs, x factor
+  double coordinate = 0.0; // largest difference of a joint coordinate (rad, m, or an Euler parameter), x factor
+  double energy = 0.0;     // J: largest difference of the total energy, x factor
   double t_compared = 0.0; // the last time compared (t_end unless the companion stopped)
   double t_from = 0.0;     // the first time compared (later than t0 when a singular position started it)
-  std::string reason;      // why it was made: "asked", or the singular position that called for it
+  std::string reason;      // why it was made: "asked", "fixed step", or the singular position that called for it
   std::string note;        // why the estimate is incomplete or was not made
   bool made() const { return !refinement.empty(); }
 };
@@ -76,6 +81,13 @@ struct RunOptions {
   /// Runs a refined companion beside the run and reports how far the two part (ErrorEstimate;
   /// about twice the cost or more). Needs a simulator without inputs from outside the model.
   bool estimate_error = false;
+  /// Without estimate_error, a companion is still made where the run cannot vouch for itself: a
+  /// fixed-step run (ali3, half- and fully-implicit, euler/rk4/symplectic-euler), which controls no
+  /// error of its own, from the start (about three times the cost); any run from where it comes
+  /// near a singular position of its closed loops (JudgementOptions::branch). false: never (the
+  /// CLI's --no-estimate-error): a fixed-step run's status then says nothing of its accuracy, and a
+  /// passage near a singular position is a warning.
+  bool verify = true;
 };
 
 /// Receives every sample as it is taken (the CSV writers).

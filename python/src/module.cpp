@@ -418,7 +418,7 @@ struct InterruptCheck {
 
 std::shared_ptr<RecordedRun> simulate(const std::shared_ptr<Model>& model, const std::string& formulation, double t_end,
                                       double dt, int sample_every, const py::dict& options, const py::dict& checks,
-                                      bool estimate_error) {
+                                      const py::object& estimate_error) {
   if (!model) throw std::invalid_argument("simulate: no model");
   FormulationSettings settings = settings_of(formulation, options);
   if (!options.contains("dt")) settings.dt = dt;
@@ -428,7 +428,10 @@ std::shared_ptr<RecordedRun> simulate(const std::shared_ptr<Model>& model, const
   ro.t_end = t_end;
   ro.dt = dt;
   ro.sample_every = sample_every;
-  ro.estimate_error = estimate_error;
+  if (!estimate_error.is_none()) {  // None: RunOptions' defaults (fixed steps and singular positions checked)
+    ro.estimate_error = py::cast<bool>(estimate_error);
+    ro.verify = ro.estimate_error;
+  }
   for (const auto& [key, value] : checks) {  // the self-judgement's thresholds, as the CLI's --check-*
     const auto name = py::cast<std::string>(key);
     const double x = py::cast<double>(value);
@@ -833,7 +836,7 @@ PYBIND11_MODULE(_treedyn, m) {
       .def("summary_json", [](const RecordedRun& r) { return summary_json(*r.model, r.result); })
       .def("save", &RecordedRun::save, py::arg("directory"));
   m.def("_simulate", &simulate, py::arg("model"), py::arg("formulation"), py::arg("t_end"), py::arg("dt"),
-        py::arg("sample_every"), py::arg("options"), py::arg("checks") = py::dict(), py::arg("estimate_error") = false);
+        py::arg("sample_every"), py::arg("options"), py::arg("checks") = py::dict(), py::arg("estimate_error") = py::none());
   m.def("_compare",
         [](const std::shared_ptr<Model>& model, const py::dict& o, const std::string& output) {
           CompareOptions options;
@@ -849,7 +852,10 @@ PYBIND11_MODULE(_treedyn, m) {
           opt("sample", options.sample_interval);
           if (o.contains("threads")) options.threads = py::cast<int>(o["threads"]);
           if (o.contains("reference_max_bodies")) options.reference_max_bodies = py::cast<int>(o["reference_max_bodies"]);
-          if (o.contains("estimate_error")) options.estimate_error = py::cast<bool>(o["estimate_error"]);
+          if (o.contains("estimate_error") && !o["estimate_error"].is_none()) {
+            options.estimate_error = py::cast<bool>(o["estimate_error"]);
+            options.verify = options.estimate_error;
+          }
           InterruptCheck check;
           options.stop = [&check] { return check(); };
           CompareReport report;

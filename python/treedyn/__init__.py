@@ -321,7 +321,7 @@ def simulate(
     sample_every: int = 1,
     output: Optional[str] = None,
     checks: Optional[Dict[str, float]] = None,
-    estimate_error: bool = False,
+    estimate_error: Optional[bool] = None,
     **options,
 ) -> Result:
     """Runs `model` from its initial state to t_end, sampling every dt, as `treedyn simulate` does.
@@ -334,10 +334,13 @@ def simulate(
     "warning", summary["judgement"]); `checks` changes the thresholds as the CLI's --check-*:
     {"energy": 0.1, "position": 1e-2, "velocity": 0.1, "quaternion": 1e-6, "accuracy": 1e-2,
     "branch": 0.1}, 0 switching one off ("branch": a run that comes near a singular position of its
-    closed loops is checked by a refined companion from there on). `estimate_error` runs a refined companion beside the run (half the step or a
-    hundredth of the tolerances): summary["error_estimate"] holds the largest differences of body
-    positions, joint coordinates and energy, judged by the "accuracy" check (the CLI's
-    --estimate-error).
+    closed loops is checked by a refined companion from there on). `estimate_error=True` runs a
+    refined companion beside the run (half the step or a hundredth of the tolerances):
+    summary["error_estimate"] holds the largest differences of body positions, joint coordinates
+    and energy (Richardson-scaled for a halved step), judged by the "accuracy" check (the CLI's
+    --estimate-error). By default (None) fixed-step runs (ali3, half- and fully-implicit, euler,
+    rk4, symplectic-euler), which control no error of their own, get one anyway, as do runs from
+    where they come near a singular position; False: none at all (--no-estimate-error).
 
     Raises ModelError for a bad model, SimulationFailed (with .time and the partial .result) when
     the run fails, Interrupted (a KeyboardInterrupt, with .result) on Ctrl-C. The GIL is released
@@ -355,7 +358,8 @@ def simulate(
         raise ValueError(f"simulate: dt must be positive and finite, got {dt}")
     if not isinstance(sample_every, int) or sample_every < 1:
         raise ValueError(f"simulate: sample_every must be a positive whole number, got {sample_every!r}")
-    run = _treedyn._simulate(model, formulation, t_end, dt, sample_every, options, dict(checks or {}), bool(estimate_error))
+    run = _treedyn._simulate(model, formulation, t_end, dt, sample_every, options, dict(checks or {}),
+                             None if estimate_error is None else bool(estimate_error))
     result = _result_of(run)
     if output is not None:
         result.save(output)
@@ -505,7 +509,7 @@ def compare(
     reference_max_bodies: int = 64,
     output: Optional[str] = None,
     as_dataframe: Optional[bool] = None,
-    estimate_error: bool = False,
+    estimate_error: Optional[bool] = None,
 ):
     """Runs the model under several formulations (all by default) with each method's published
     settings, as `treedyn compare` does, and returns the table: a pandas DataFrame when pandas is
@@ -514,7 +518,8 @@ def compare(
     Interrupted with the rows so far as .result (the run in progress "interrupted", the rest
     "skipped"). With estimate_error, each run goes beside a refined companion (about twice the
     cost) and the rows' error_estimate_m and converged ("yes", "no") say which runs are
-    converged."""
+    converged; by default (None) the fixed-step runs and passages near singular positions are
+    checked so (as simulate); False: no companions."""
     if not isinstance(model, Model):
         raise TypeError(f"compare: expected a treedyn.Model, got {type(model).__name__}")
     opts = dict(
@@ -526,7 +531,7 @@ def compare(
         sample=sample,
         threads=int(threads),
         reference_max_bodies=int(reference_max_bodies),
-        estimate_error=bool(estimate_error),
+        estimate_error=None if estimate_error is None else bool(estimate_error),
     )
     rows, interrupted = _treedyn._compare(model, opts, output or "")
     rows = list(rows)

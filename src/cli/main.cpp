@@ -251,6 +251,7 @@ struct SimulateArgs {
   bool assemble = false, quiet = false, profile = false, plot = false, view = false;
   JudgementOptions judge;         // --check-*: the self-judgement's thresholds
   bool estimate_error = false;    // --estimate-error
+  bool no_estimate_error = false; // --no-estimate-error: RunOptions::verify = false
   std::vector<double> baumgarte;  // dca: alpha, beta
   bool planar = false;            // hdca: paper 004's planar form
   std::string precision = "double", inverse = "cholesky", error_control = "velocities";  // hdca
@@ -396,6 +397,7 @@ int simulate(const SimulateArgs& a) {
   run.stop = CleanStop::hook();
   run.judge = a.judge;
   run.estimate_error = a.estimate_error;
+  run.verify = !a.no_estimate_error;
   const auto stepping = std::chrono::steady_clock::now();
   SimulationResult r;
   {
@@ -473,11 +475,12 @@ struct CompareArgs {
   double dt = NAN, rtol = NAN, alpha = NAN, sample = NAN;
   int reference_max_bodies = 64;
   std::string output;
-  bool estimate_error = false;
+  bool estimate_error = false, no_estimate_error = false;
 
   CompareOptions options() const {
     CompareOptions o;
     o.estimate_error = estimate_error;
+    o.verify = !no_estimate_error;
     if (!(formulations.size() == 1 && formulations[0] == "all")) o.formulations = formulations;
     auto set = [](std::optional<double>& target, double x) {
       if (!std::isnan(x)) target = x;
@@ -682,10 +685,17 @@ int main(int argc, char** argv) {
                       "meet) falls below this, a refined companion checks the run from there on (judged by "
                       "--check-accuracy), or the status is warning when none can be made (0: not watched)"}})
     s->add_option(flag, *threshold, help)->capture_default_str()->check(kNonNegative);
-  s->add_flag("--estimate-error", sim.estimate_error,
+  auto* always = s->add_flag("--estimate-error", sim.estimate_error,
               "run a refined companion beside the run (half the step, or a hundredth of the tolerances) and report the "
               "largest differences of body positions, joint coordinates and energy (summary.json's error_estimate; "
-              "judged by --check-accuracy); costs about two runs or more");
+              "judged by --check-accuracy); costs about two runs or more. Without it, fixed-step runs (ali3, half- and "
+              "fully-implicit, euler, rk4, symplectic-euler), which control no error of their own, are checked so anyway, "
+              "and any run from where it comes near a singular position of its loops (--check-branch)");
+  s->add_flag("--no-estimate-error", sim.no_estimate_error,
+              "no refined companion at all, not even for a fixed-step run or a singular position: about a third of the "
+              "cost of a fixed-step run, whose status then says nothing of its accuracy (a passage near a singular "
+              "position is a warning)")
+      ->excludes(always);
   s->add_flag("--view", sim.view, "write viewer.html beside the results: the run in 3-D with its plots (as `treedyn view` does)");
   s->add_option("--baumgarte", sim.baumgarte,
                 "dca: Baumgarte stabilisation of loop-closing joints, alpha,beta (default 0,0: none, as in paper 001)")
@@ -791,9 +801,12 @@ int main(int argc, char** argv) {
   c->add_option("--threads", cmp_threads, threads_help)->capture_default_str()->check(kPositive);
   c->add_option("--output,-o", cmp.output, "output directory (default: results/<model name>/compare)");
   c->add_flag("--assemble", cmp_assemble, "project an inconsistent initial state onto the constraints");
-  c->add_flag("--estimate-error", cmp.estimate_error,
+  auto* cmp_always = c->add_flag("--estimate-error", cmp.estimate_error,
               "run each formulation beside a refined companion (as simulate --estimate-error): compare.csv's "
-              "error_estimate_m and converged say which runs are converged; about twice the cost");
+              "error_estimate_m and converged say which runs are converged; about twice the cost (fixed-step runs "
+              "are checked so without it too, as simulate does)");
+  c->add_flag("--no-estimate-error", cmp.no_estimate_error, "no refined companions at all (as simulate --no-estimate-error)")
+      ->excludes(cmp_always);
   c->add_flag("--quiet,-q", cmp_quiet, "print nothing but errors");
   c->add_flag("--plot", cmp_plot, "overlay the formulations' deviations, energy drifts and constraint errors as SVG (gnuplot)");
 

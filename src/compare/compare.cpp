@@ -199,6 +199,7 @@ CompareReport compare_formulations(const std::shared_ptr<const Model>& model_ptr
   report.sample_interval = compare_detail::sample_interval(options, report.t_end);
   RunOptions run{report.t_end, report.sample_interval, 1, options.stop, {}};
   run.estimate_error = options.estimate_error;
+  run.verify = options.verify;
 
   compare_detail::PositionTrack reference;
   const bool with_reference = model.body_count() <= options.reference_max_bodies;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -39,6 +40,19 @@ double characteristic_length(const Model& model) {
   return std::max(model.bodies.empty() ? 0.0 : (high - low).norm(), gyration);
 }
 
+/// The order of accuracy of a fixed-step run's method (its global error is O(h^p)).
+int fixed_step_order(const std::string& formulation, const std::string& integrator) {
+  if (formulation == "ali3") return 2;  // the trapezoidal rule (paper 000)
+  if (formulation == "half-implicit" || formulation == "fully-implicit") return 1;  // paper 002
+  return integrator == "rk4" ? 4 : 1;  // euler, symplectic-euler
+}
+
+/// True when the run advances by a fixed step, which controls no error of its own.
+bool fixed_step(const Simulator& sim) {
+  const std::string& f = sim.formulation_name();
+  return f == "ali3" || f == "half-implicit" || f == "fully-implicit" || !is_adaptive_integrator(sim.formulation().integrator());
+}
+
 /// The companion of an error estimate: the same formulation and settings started where the run
 /// started (`start`, at t = 0), at half the step or a hundredth of the tolerances; null (with
 /// e.note saying why) when the run cannot be repeated beside itself.
@@ -54,22 +68,34 @@ std::unique_ptr<Simulator> refined_companion(const Simulator& sim, double t0, co
   }
   FormulationSettings s = sim.settings();
   const std::string& f = sim.formulation_name();
-  const bool fixed = f == "ali3" || f == "half-implicit" || f == "fully-implicit" ||
-                     !is_adaptive_integrator(sim.formulation().integrator());
-  if (fixed) {
+  if (fixed_step(sim)) {
+    if (f == "ali3")  // the same penalty relative to the step: alpha h^2 / (4 M) kept (paper 000, Sect. 4)
+      s.ali3.alpha = 4.0 * (s.ali3.alpha > 0.0 ? s.ali3.alpha : ali3_penalty(sim.model(), s.dt));
+    e.setting = s.dt;
     s.dt /= 2.0;
-    e.refinement = "dt " + sci(s.dt) + " s (halved)";
+    const int p = e.order = fixed_step_order(f, sim.formulation().integrator());
+    e.factor = std::ldexp(1.0, p) / (std::ldexp(1.0, p) - 1.0);
+    char factor[32];
+    std::snprintf(factor, sizeof factor, "%.4g", e.factor);
+    e.refinement = "dt " + sci(s.dt) + " s (halved; order " + std::to_string(p) + ": the differences x " + factor + ")";
   } else {  // the formulation's own tolerances unless the settings override them
     const double rtol = s.rtol.value_or(f == "reference" ? s.reference.rtol : f == "dca" ? s.dca.rtol : s.hdca.rtol);
     const double atol = s.atol.value_or(f == "reference" ? s.reference.atol : f == "dca" ? s.dca.atol : s.hdca.atol);
+    e.setting = rtol;
     s.rtol = rtol / 100.0;
     s.atol = atol / 100.0;
     e.refinement = "rtol " + sci(*s.rtol) + ", atol " + sci(*s.atol) + " (a hundredth)";
   }
-  auto companion = std::make_unique<Simulator>(sim.model_ptr(), f, s, sim.state_tolerance());
-  companion->set_body_states(start);  // the run's own start (a state set at t = 0 too)
-  e.t_from = sim.time();
-  return companion;
+  try {
+    auto companion = std::make_unique<Simulator>(sim.model_ptr(), f, s, sim.state_tolerance());
+    companion->set_body_states(start);  // the run's own start (a state set at t = 0 too)
+    e.t_from = sim.time();
+    return companion;
+  } catch (const std::exception& x) {  // the refined run cannot start: the run itself goes on
+    e.refinement.clear();
+    e.note = std::string("not made: the refined run cannot start (") + x.what() + ")";
+    return nullptr;
+  }
 }
 
 /// True when the model has a closed kinematic loop (a joint between two bodies already joined,
@@ -153,10 +179,26 @@ void compare_with_companion(const Simulator& sim, double energy, std::unique_ptr
   }
   const SystemState& a = sim.body_states();
   const SystemState& b = companion->body_states();
-  for (std::size_t i = 0; i < a.size(); ++i) e.position = std::max(e.position, (a[i].r - b[i].r).norm());
-  if (sim.q().size() > 0) e.coordinate = std::max(e.coordinate, (sim.q() - companion->q()).cwiseAbs().maxCoeff());
-  e.energy = std::max(e.energy, std::abs(energy - companion->energy().total));
+  for (std::size_t i = 0; i < a.size(); ++i) e.position = std::max(e.position, e.factor * (a[i].r - b[i].r).norm());
+  if (sim.q().size() > 0)
+    e.coordinate = std::max(e.coordinate, e.factor * (sim.q() - companion->q()).cwiseAbs().maxCoeff());
+  e.energy = std::max(e.energy, e.factor * std::abs(energy - companion->energy().total));
   e.t_compared = sim.time();
+}
+
+/// What would meet the accuracy check that `e` failed (threshold: its bound, m). A run whose
+/// estimate was started by a singular position depends on how it passes it, which a smaller
+/// step or tolerance does not settle; otherwise the error scales as h^p (fixed step) or as the
+/// tolerance (adaptive), and half the threshold is aimed at.
+std::string accuracy_advice(const ErrorEstimate& e, double threshold) {
+  if (e.reason.find("singular position") != std::string::npos)
+    return "the answer depends on how the run passes the singular position; ali3 and the reference formulation pass "
+           "singular positions of closed loops (README: which method when)";
+  const double shrink = 0.5 * threshold / e.position;
+  if (e.order > 0)
+    return "at the method's order " + std::to_string(e.order) + ", a step of about " +
+           sci(e.setting * std::pow(shrink, 1.0 / e.order)) + " s would meet it (--dt)";
+  return "a tolerance of about " + sci(e.setting * shrink) + " would meet it (--rtol, --atol)";
 }
 
 /// The branch check: a run that came near a singular position passes when a companion compared
@@ -170,7 +212,8 @@ void judge_branch(const JudgementOptions& options, const BranchWatch& branch, co
       c.note = branch.describe() + "; the error estimate's companion checked it (the accuracy check)";
     } else {
       c.passed = false;
-      c.note = branch.describe() + "; no refined run could check it (" + e.note + ")";
+      c.note = branch.describe() + "; no refined run could check it (" +
+               (e.note.empty() ? "switched off: RunOptions::verify, --no-estimate-error" : e.note) + ")";
       r.message += std::string(r.message.empty() ? "" : "; ") + c.note;
     }
   }
@@ -214,6 +257,7 @@ void judge(const Model& model, const JudgementOptions& options, double kinetic_m
   if (e.made()) {
     check("accuracy", e.position, options.accuracy, j.length, "characteristic length", " m",
           ("error estimate (body positions with " + e.refinement + ")").c_str());
+    if (!j.checks.back().passed) r.message += ": " + accuracy_advice(e, j.checks.back().threshold);
     if (!e.note.empty()) {  // the companion failed where the run did not: its answer is not settled
       j.checks.push_back({"accuracy-complete", e.t_compared, r.t_end, false, e.note});
       r.message += std::string(r.message.empty() ? "" : "; ") + "error estimate: " + e.note;
@@ -251,9 +295,9 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
   Metrics metrics(model, &sim.inputs());
   std::unique_ptr<Simulator> companion;  // the error estimate's refined run, beside this one
   const SystemState start = sim.body_states();
-  if (options.estimate_error) {
+  if (options.estimate_error || (options.verify && fixed_step(sim))) {
     companion = refined_companion(sim, t0, start, result.error_estimate);
-    result.error_estimate.reason = "asked";
+    result.error_estimate.reason = options.estimate_error ? "asked" : "fixed step";
   }
   BranchWatch branch(model, options.judge.branch);
   double kinetic_max = 0.0, potential_min = INFINITY, potential_max = -INFINITY, quaternion_error = 0.0, work = 0.0;
@@ -301,7 +345,7 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
       in_advance = false;
       wall += std::chrono::duration<double>(Clock::now() - advancing).count();
       result.t_reached = t;
-      if (branch.observe(model, sim.body_states(), t) && !companion && !result.error_estimate.made() &&
+      if (branch.observe(model, sim.body_states(), t) && options.verify && !companion && !result.error_estimate.made() &&
           result.error_estimate.note.empty()) {  // checked by a refined run from here on
         companion = refined_companion(sim, t0, start, result.error_estimate);
         result.error_estimate.reason = "the run came near a singular position of its closed loops at t = " + sci(t) + " s";

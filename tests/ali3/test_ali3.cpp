@@ -293,7 +293,7 @@ TEST(Ali3, OutputIntervalsAreCoveredByEqualSteps) {
 }
 
 // Issue 24: with no options ali3 runs every shipped model to its own end time and judges itself
-// ok. Its penalty is chosen from the model (ali3_penalty: alpha h^2 / (4 M) >= 50); with paper
+// (ok but for chain128, below). Its penalty is chosen from the model (ali3_penalty: alpha h^2 / (4 M) >= 50); with paper
 // 000's 1e6 as the default six of these failed in their first second (chain128 at 0.52 s).
 TEST(Ali3, EveryShippedModelRunsToItsEndAtDefaultsWithThePenaltyItChose) {
   for (const char* name : {"chain128", "double_loop8", "four_bar", "four_link", "hi_double_pendulum", "loop4", "loop8",
@@ -306,7 +306,12 @@ TEST(Ali3, EveryShippedModelRunsToItsEndAtDefaultsWithThePenaltyItChose) {
     run.t_end = model->defaults.t_end.value_or(10.0);
     run.dt = s.dt;
     const SimulationResult r = run_simulation(sim, run);
-    EXPECT_EQ(r.status, "ok") << name << ": " << r.message;
+    // chain128 runs to its end, but 10 s of paper 000's whip at h = 0.01 is 3.2 m from a converged
+    // run (1e-10 dca, test_defaults_table): its half-step companion sees it (4.2 m estimated) and
+    // the run says warning, the step too large for the model (issue 24).
+    const std::string expected = std::string(name) == "chain128" ? "warning" : "ok";
+    EXPECT_EQ(r.status, expected) << name << ": " << r.message;
+    EXPECT_TRUE(r.completed()) << name << ": " << r.message;
     EXPECT_EQ(r.diagnostics.at("alpha"), ali3_penalty(*model, s.dt)) << name;
     double mass = 0.0;
     for (const Body& b : model->bodies) mass += b.mass;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -36,12 +37,23 @@ CompareOptions over(double t_end) {
 // step h = 0.01 (ali3 second order, half- and fully-implicit first order) and measured 4.2e-4,
 // 1.7e-2 and 3.9e-2 m: bounded here by 2e-3, 3e-2 and 6e-2 m, which only catch gross breakage —
 // their order, the independent check, is the next test. Position-level constraints: every method is index 3 or integrates joint
-// coordinates, so 1e-6 m bounds them all (measured <= 5e-9).
+// coordinates, so 1e-6 m bounds them all (measured <= 5e-9). The fixed-step runs are checked by
+// their refined companions (RunOptions::verify): fully-implicit's 3.9e-2 m is beyond the accuracy
+// check's 1e-2 of the 1.73 m length, and it says warning; each fixed-step run's estimate is its
+// deviation from the reference within a factor 2 (measured 0.97-1.0: Richardson-scaled).
 TEST(Compare, DoublePendulumRunsUnderEveryFormulationWithinItsAccuracy) {
   const CompareReport report = compare_formulations(share(pendulum()), over(1.0));
   ASSERT_EQ(report.rows.size(), formulation_catalog().size());
   for (const CompareRow& r : report.rows) {
-    EXPECT_EQ(r.status, "ok") << r.formulation << ": " << r.message;
+    EXPECT_EQ(r.status, r.formulation == "fully-implicit" ? "warning" : "ok") << r.formulation << ": " << r.message;
+    const ErrorEstimate& e = r.result.error_estimate;
+    if (r.formulation == "ali3" || r.formulation == "half-implicit" || r.formulation == "fully-implicit") {
+      ASSERT_TRUE(e.made()) << r.formulation;
+      std::printf("%s: estimate %.3g m, deviation from the reference %.3g m\n", r.formulation.c_str(), e.position,
+                  r.position_deviation);
+      EXPECT_GT(e.position, 0.5 * r.position_deviation) << r.formulation;
+      EXPECT_LT(e.position, 2.0 * r.position_deviation) << r.formulation;
+    }
     EXPECT_DOUBLE_EQ(r.result.t_reached, 1.0) << r.formulation;
     EXPECT_LT(r.result.constraint_error_max.position, 1e-6) << r.formulation;
     if (r.formulation != "reference") {

@@ -70,6 +70,10 @@ SimulationResult simulate(const Model& model, const std::string& formulation, co
   RunOptions run;
   run.t_end = t_end;
   run.dt = dt;
+  // The tests that use this measure a run against their own independent reference; the refined
+  // companion (RunOptions::verify) is tested by itself (test_simulation, test_defaults_table).
+  run.verify = false;
+  run.judge.branch = 0.0;
   return run_simulation(simulator, run, recorder);
 }
 

@@ -40,7 +40,8 @@ namespace treedyn::test {
 /// Keeps every sample of a run in memory.
 using Recorder = Recording;
 
-/// Runs `formulation` on `model` to t_end with samples every dt, recording them.
+/// Runs `formulation` on `model` to t_end with samples every dt, recording them; without refined
+/// companions (RunOptions::verify = false): the caller judges the run against its own reference.
 SimulationResult simulate(const Model& model, const std::string& formulation, const FormulationSettings& settings,
                           double t_end, double dt, Recorder* recorder = nullptr);
 
