@@ -905,6 +905,7 @@ PYBIND11_MODULE(_treedyn, m) {
           ro.t_end = t_end;
           ro.dt = dt;
           ro.sample_every = sample_every;
+          ro.verify = false;  // timed against the Python loop: no refined companion
           run_simulation(sim, ro, &recording);
           return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         },
