@@ -166,6 +166,9 @@ class BranchWatch {
   double first_time_ = 0.0, smallest_ = 1.0;
 };
 
+/// A companion taking more than this many times the run's steps is stopped (its note says so).
+constexpr long kCompanionStepRatio = 20;
+
 /// Advances the companion to the run's time and widens the estimate by how far they part there
 /// (`energy`: the run's total energy, from its sample's metrics).
 /// A companion that fails ends the comparison, said in the note (the judgement warns of it).
@@ -174,6 +177,18 @@ void compare_with_companion(const Simulator& sim, double energy, std::unique_ptr
     if (sim.time() > companion->time()) companion->advance_to(sim.time());
   } catch (const std::exception& x) {
     e.note = "the refined run failed (" + std::string(x.what()) + "); compared up to t = " + sci(e.t_compared) + " s";
+    companion.reset();
+    return;
+  }
+  // A refined run costs 2 (halved step) to ~2.5 (a hundredth of the tolerance, fifth order) times
+  // the run's steps; one that needs far more has found the problem stiff or singular there, and
+  // is stopped rather than left to grind (hdca's on the four-bar took 28 s for the run's 0.12 s).
+  const long budget = kCompanionStepRatio * std::max(sim.stats().steps, 50L);
+  if (companion->stats().steps > budget) {
+    e.note = "the refined run stopped at t = " + sci(companion->time()) + " s, having taken " +
+             std::to_string(companion->stats().steps) + " steps, more than " + std::to_string(kCompanionStepRatio) +
+             " times the run's " + std::to_string(sim.stats().steps) + " (stiff or singular there); compared up to t = " +
+             sci(e.t_compared) + " s";
     companion.reset();
     return;
   }
