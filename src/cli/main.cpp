@@ -434,7 +434,7 @@ int simulate(const SimulateArgs& a) {
       std::printf("  error estimate (against a companion run with %s, t = %g to %g s%s%s): body positions %s m, joint "
                   "coordinates %s, energy %s J%s%s\n",
                   e.refinement.c_str(), e.t_from, e.t_compared, e.reason == "asked" ? "" : ", made because ",
-                  e.reason == "asked" ? "" : e.reason.c_str(), sci(e.position).c_str(), sci(e.coordinate).c_str(),
+                  e.reason == "asked" ? "" : e.reason == "fixed step" ? "the run has a fixed step" : e.reason.c_str(), sci(e.position).c_str(), sci(e.coordinate).c_str(),
                   sci(e.energy).c_str(), e.note.empty() ? "" : "; ", e.note.c_str());
     else if (!e.note.empty())
       std::printf("  error estimate %s\n", e.note.c_str());
