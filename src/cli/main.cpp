@@ -678,8 +678,9 @@ int main(int argc, char** argv) {
            std::tuple{"--check-quaternion", &sim.judge.quaternion,
                       "status warning when a body's Euler parameters' norm leaves 1 by more than this (0: not checked)"},
            std::tuple{"--check-accuracy", &sim.judge.accuracy,
-                      "with --estimate-error: status warning when the body positions of the refined run differ by more "
-                      "than this share of the model's length (0: not checked)"},
+                      "wherever an error estimate is made (--estimate-error, fixed-step runs, passages near singular "
+                      "positions): status warning when the estimated error of the body positions exceeds this share "
+                      "of the model's length (0: not checked)"},
            std::tuple{"--check-branch", &sim.judge.branch,
                       "closed loops: when their conditioning (1 far from, 0 at a singular position, where assembly branches "
                       "meet) falls below this, a refined companion checks the run from there on (judged by "

@@ -47,11 +47,10 @@ int fixed_step_order(const std::string& formulation, const std::string& integrat
   return integrator == "rk4" ? 4 : 1;  // euler, symplectic-euler
 }
 
-/// True when the run advances by a fixed step, which controls no error of its own.
-bool fixed_step(const Simulator& sim) {
-  const std::string& f = sim.formulation_name();
-  return f == "ali3" || f == "half-implicit" || f == "fully-implicit" || !is_adaptive_integrator(sim.formulation().integrator());
-}
+/// True when the run advances by a fixed step, which controls no error of its own: every
+/// integrator but the catalogue's adaptive ones (ali3, half- and fully-implicit report their own
+/// schemes, which are not in it).
+bool fixed_step(const Simulator& sim) { return !is_adaptive_integrator(sim.formulation().integrator()); }
 
 /// The companion of an error estimate: the same formulation and settings started where the run
 /// started (`start`, at t = 0), at half the step or a hundredth of the tolerances; null (with
@@ -99,7 +98,9 @@ std::unique_ptr<Simulator> refined_companion(const Simulator& sim, double t0, co
 }
 
 /// True when the model has a closed kinematic loop (a joint between two bodies already joined,
-/// ground included) or a driver: the models whose constraint rows can lose rank.
+/// ground included) or a driver: the models whose constraint rows can lose rank. A union-find
+/// rather than Topology(model).loop_joints(): Topology also ranks the initial constraint Jacobian,
+/// a dense eigenproblem in the loop rows, which only the watched (small) models may pay for.
 bool has_closed_loops(const Model& model) {
   if (!model.drivers.empty()) return true;
   std::vector<int> root(static_cast<std::size_t>(model.body_count()) + 1);  // ground last
@@ -147,7 +148,6 @@ class BranchWatch {
     return entered;
   }
   int passages() const { return passages_; }
-  double first_time() const { return first_time_; }
   double smallest() const { return smallest_; }
   const std::string& note() const { return note_; }
   std::string describe() const {
@@ -360,8 +360,9 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
       in_advance = false;
       wall += std::chrono::duration<double>(Clock::now() - advancing).count();
       result.t_reached = t;
-      if (branch.observe(model, sim.body_states(), t) && options.verify && !companion && !result.error_estimate.made() &&
-          result.error_estimate.note.empty()) {  // checked by a refined run from here on
+      // checked by a refined run from here on, unless one was made or tried already
+      if (branch.observe(model, sim.body_states(), t) && options.verify && !result.error_estimate.made() &&
+          result.error_estimate.note.empty()) {
         companion = refined_companion(sim, t0, start, result.error_estimate);
         result.error_estimate.reason = "the run came near a singular position of its closed loops at t = " + sci(t) + " s";
       }
