@@ -416,6 +416,14 @@ struct InterruptCheck {
   }
 };
 
+/// Python's estimate_error: None leaves the defaults (fixed-step runs and passages near singular
+/// positions checked); True a companion always, False none (RunOptions/CompareOptions
+/// estimate_error and verify).
+void set_estimate(const py::handle& value, bool& estimate_error, bool& verify) {
+  if (value.is_none()) return;
+  estimate_error = verify = py::cast<bool>(value);
+}
+
 std::shared_ptr<RecordedRun> simulate(const std::shared_ptr<Model>& model, const std::string& formulation, double t_end,
                                       double dt, int sample_every, const py::dict& options, const py::dict& checks,
                                       const py::object& estimate_error) {
@@ -428,10 +436,7 @@ std::shared_ptr<RecordedRun> simulate(const std::shared_ptr<Model>& model, const
   ro.t_end = t_end;
   ro.dt = dt;
   ro.sample_every = sample_every;
-  if (!estimate_error.is_none()) {  // None: RunOptions' defaults (fixed steps and singular positions checked)
-    ro.estimate_error = py::cast<bool>(estimate_error);
-    ro.verify = ro.estimate_error;
-  }
+  set_estimate(estimate_error, ro.estimate_error, ro.verify);
   for (const auto& [key, value] : checks) {  // the self-judgement's thresholds, as the CLI's --check-*
     const auto name = py::cast<std::string>(key);
     const double x = py::cast<double>(value);
@@ -852,10 +857,7 @@ PYBIND11_MODULE(_treedyn, m) {
           opt("sample", options.sample_interval);
           if (o.contains("threads")) options.threads = py::cast<int>(o["threads"]);
           if (o.contains("reference_max_bodies")) options.reference_max_bodies = py::cast<int>(o["reference_max_bodies"]);
-          if (o.contains("estimate_error") && !o["estimate_error"].is_none()) {
-            options.estimate_error = py::cast<bool>(o["estimate_error"]);
-            options.verify = options.estimate_error;
-          }
+          if (o.contains("estimate_error")) set_estimate(o["estimate_error"], options.estimate_error, options.verify);
           InterruptCheck check;
           options.stop = [&check] { return check(); };
           CompareReport report;
