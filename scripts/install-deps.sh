@@ -20,6 +20,7 @@ packages=(
   liburdfdom-dev libtinyxml-dev  # URDF import (urdfdom, and the TinyXML it parses with)
   libmujoco-dev libmujoco-samples  # MJCF import through MuJoCo's compiler; its sample models test it
   libsdformat-dev        # SDFormat import
+  libsimbody-dev         # a peer engine: the test and the benchmark against Simbody
 )
 
 # npm bundles the viewer (three.js, uPlot: scripts/build-viewer.sh); a machine whose Node.js
