@@ -61,12 +61,33 @@ struct JointRows {
   typename Types<S, Dim>::Vec r = Types<S, Dim>::Vec::Zero();
   S compliance = S(0);
   int rows = 0;
+  /// G_c = [I 0] and G_p = -G_c exactly (a tree joint whose constraint subspace is the first
+  /// `rows` axes: spherical, fixed). The kernels then take blocks of K and b where they would
+  /// multiply by G, with the same result.
+  bool unit_rows = false;
   /// Zeroes everything and sets the row count.
   void reset(int n) {
     G_p.setZero();
     G_c.setZero();
     r.setZero();
     rows = n;
+    unit_rows = false;
+  }
+  /// A tree joint's rows D' (V_c - V_p) = r from its constraint subspace D (Dim x n): G_c = D',
+  /// G_p = -D', r zero.
+  template <class Derived>
+  void set_tree_rows(const Eigen::MatrixBase<Derived>& D) {
+    const int n = static_cast<int>(D.cols());
+    reset(n);
+    G_c.topRows(n) = D.transpose();
+    G_p.topRows(n) = -D.transpose();
+    unit_rows = true;  // D == [I; 0] exactly (an element loop: Eigen's isIdentity costs more than the rest)
+    for (int c = 0; c < n && unit_rows; ++c)
+      for (int i = 0; i < Dim; ++i)
+        if (D(i, c) != (i == c ? S(1) : S(0))) {
+          unit_rows = false;
+          break;
+        }
   }
 };
 
@@ -272,6 +293,10 @@ class HandleTree {
   template <class F>
   static void dispatch_rows(int m, F&& f);
   static const RowsMat& rows_of(const JointRows<S, Dim>& r, bool p_side) { return p_side ? r.G_p : r.G_c; }
+  /// For unit rows: G on child side s (0 left, 1 right) is unit_sign [I 0] (G_p = -[I 0]).
+  static S unit_sign(const Eliminated& x, int s) { return (s == 0) == x.p_left ? S(-1) : S(1); }
+  template <int M>
+  static Eigen::Matrix<S, M, 1> single_rhs(const Eliminated& x, const Node* const side[2], const JointRows<S, Dim>& jr);
   static bool uses_single(const Node& n) { return n.eliminated.size() == 1 && n.size() <= kMaxSingleHandles; }
 
   const AssemblyTree* tree_;

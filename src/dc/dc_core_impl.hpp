@@ -108,14 +108,18 @@ void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], co
   const auto G1 = rows_of(jr, !x.p_left).template topRows<M>();
   const Mat& K0 = side[0]->k(x.left, x.left);
   const Mat& K1 = side[1]->k(x.right, x.right);
-  // Z and beta_hat (paper 004, Eqs. 33, 34, 37).
+  // Z and beta_hat (paper 004, Eqs. 33, 34, 37). Unit rows (G0 = s0 [I 0], G1 = -G0): G K G' is
+  // K's leading block and G b b's head, taken instead of multiplied (the same numbers).
   MatM Z;
-  Z.noalias() = G0 * K0 * G0.transpose();
-  Z.noalias() += G1 * K1 * G1.transpose();
+  if (jr.unit_rows) {
+    Z = K0.template topLeftCorner<M, M>();
+    Z += K1.template topLeftCorner<M, M>();
+  } else {
+    Z.noalias() = G0 * K0 * G0.transpose();
+    Z.noalias() += G1 * K1 * G1.transpose();
+  }
   Z.diagonal().array() += jr.compliance;
-  Eigen::Matrix<S, M, 1> rhs = jr.r.template head<M>();
-  rhs.noalias() -= G0 * side[0]->b[static_cast<std::size_t>(x.left)];
-  rhs.noalias() -= G1 * side[1]->b[static_cast<std::size_t>(x.right)];
+  const Eigen::Matrix<S, M, 1> rhs = single_rhs<M>(x, side, jr);
   MatM Z_inverse;
   e.singular = method_ == InverseMethod::AdjugateLdup ? !paper_inverse(Z, Z_inverse, S(1e-10))
                                                       : !cholesky_inverse<S, M>(Z, Z_inverse);
@@ -126,8 +130,9 @@ void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], co
   Eigen::Matrix<S, Dim, M> Y[kMaxSingleHandles];
   for (int i = 0; i < n.size(); ++i) {
     const auto src = n.from[static_cast<std::size_t>(i)];
-    const auto G = src.side == 0 ? G0 : G1;
-    Y[i].noalias() = side[src.side]->k(src.index, src.side == 0 ? x.left : x.right) * G.transpose();
+    const Mat& K = side[src.side]->k(src.index, src.side == 0 ? x.left : x.right);
+    if (jr.unit_rows) Y[i] = unit_sign(x, src.side) * K.template leftCols<M>();
+    else Y[i].noalias() = K * (src.side == 0 ? G0 : G1).transpose();
     e.W[static_cast<std::size_t>(i)].template topRows<M>().noalias() = Z_inverse * Y[i].transpose();
   }
   // K^C and b^C (paper 001, Eqs. 34-36); K is symmetric: fill j >= i and mirror.
@@ -188,8 +193,29 @@ void HandleTree<S, Dim>::recover_single(Node& n, Node* const side[2], const Join
   lambda = e.beta_hat.template head<M>();
   for (int j = 0; j < n.size(); ++j)
     lambda.noalias() -= e.W[static_cast<std::size_t>(j)].template topRows<M>() * n.f[static_cast<std::size_t>(j)];
-  side[0]->f[static_cast<std::size_t>(x.left)].noalias() = rows_of(jr, x.p_left).template topRows<M>().transpose() * lambda;
-  side[1]->f[static_cast<std::size_t>(x.right)].noalias() = rows_of(jr, !x.p_left).template topRows<M>().transpose() * lambda;
+  for (int s = 0; s < 2; ++s) {  // f = G' lambda
+    Vec& f = side[s]->f[static_cast<std::size_t>(s == 0 ? x.left : x.right)];
+    if (jr.unit_rows) {
+      f.setZero();
+      f.template head<M>() = unit_sign(x, s) * lambda;
+    } else {
+      f.noalias() = rows_of(jr, (s == 0) == x.p_left).template topRows<M>().transpose() * lambda;
+    }
+  }
+}
+
+// r - G0 b0 - G1 b1 of a single joint's equations (the right-hand side of paper 004, Eq. 37).
+template <class S, int Dim>
+template <int M>
+Eigen::Matrix<S, M, 1> HandleTree<S, Dim>::single_rhs(const Eliminated& x, const Node* const side[2],
+                                                      const JointRows<S, Dim>& jr) {
+  Eigen::Matrix<S, M, 1> rhs = jr.r.template head<M>();
+  for (int s = 0; s < 2; ++s) {
+    const Vec& b = side[s]->b[static_cast<std::size_t>(s == 0 ? x.left : x.right)];
+    if (jr.unit_rows) rhs.noalias() -= unit_sign(x, s) * b.template head<M>();
+    else rhs.noalias() -= rows_of(jr, (s == 0) == x.p_left).template topRows<M>() * b;
+  }
+  return rhs;
 }
 
 // Several joints between the children (a loop closing here): one m x m system.
@@ -323,9 +349,7 @@ template <int M>
 void HandleTree<S, Dim>::bias_single(Node& n, const Node* const side[2], const JointRows<S, Dim>& jr) {
   const Eliminated& x = n.eliminated.front();
   Single& e = n.single;
-  Eigen::Matrix<S, M, 1> rhs = jr.r.template head<M>();
-  rhs.noalias() -= rows_of(jr, x.p_left).template topRows<M>() * side[0]->b[static_cast<std::size_t>(x.left)];
-  rhs.noalias() -= rows_of(jr, !x.p_left).template topRows<M>() * side[1]->b[static_cast<std::size_t>(x.right)];
+  const Eigen::Matrix<S, M, 1> rhs = single_rhs<M>(x, side, jr);
   e.beta_hat.template head<M>().noalias() = e.Z_inverse.template topLeftCorner<M, M>() * rhs;
   for (int i = 0; i < n.size(); ++i)
     n.b[static_cast<std::size_t>(i)].noalias() += e.W[static_cast<std::size_t>(i)].template topRows<M>().transpose() * rhs;

@@ -87,7 +87,11 @@ unsigned child_axes(JointType type) {
   }
 }
 
-/// Constraint subspace: orthonormal, D' H = 0.
+/// Constraint subspace: orthonormal, D' H = 0. Where a joint constrains every direction of a
+/// 3-D part (a spherical joint all translations, a fixed joint everything), that part's basis is
+/// the global axes rather than the parent frame's: any orthonormal basis of the subspace serves,
+/// and this one makes D = [I; 0], whose rows the divide-and-conquer kernels apply without
+/// multiplying (dc::JointRows::unit_rows).
 void constraint_subspace(JointType type, const Mat3& Fp, const Mat3& Fc, SubspaceMatrix& D) {
   D.resize(6, 6 - joint_nv(type));
   D.setZero();
@@ -102,9 +106,9 @@ void constraint_subspace(JointType type, const Mat3& Fp, const Mat3& Fc, Subspac
       linear(Fp.col(0)); linear(Fp.col(1)); linear(Fp.col(2));
       angular(Fp.col(2).cross(Fc.col(0)).normalized());
       break;
-    case JointType::Spherical: linear(Fp.col(0)); linear(Fp.col(1)); linear(Fp.col(2)); break;
+    case JointType::Spherical: D.topRows<3>().setIdentity(); break;
     case JointType::Planar: linear(Fp.col(2)); angular(Fp.col(0)); angular(Fp.col(1)); break;
-    case JointType::Fixed: for (int k = 0; k < 3; ++k) linear(Fp.col(k)); for (int k = 0; k < 3; ++k) angular(Fp.col(k)); break;
+    case JointType::Fixed: D.setIdentity(); break;
     case JointType::Free: break;
   }
 }

@@ -316,6 +316,46 @@ TEST(TreeSolve, TwoThreadsGiveTheSerialNumbersBitForBit) {
   for (std::size_t i = 0; i < serial.x.size(); ++i) EXPECT_EQ(serial.x[i], threaded.x[i]) << "body " << i;
 }
 
+// Unit rows (a tree joint's D = [I; 0]: dca's and hdca's spherical and fixed joints): the kernels
+// take blocks of K and b instead of multiplying by G. With the flag and without it, the same rows
+// give the same numbers, bit for bit, in full and bias-only passes; and the dense solution.
+TEST(TreeSolve, UnitRowsGiveTheNumbersOfTheMultipliedRowsBitForBit) {
+  std::mt19937 rng(41);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (int trial = 0; trial < 6; ++trial) {
+    ModelBuilder b("unit rows");
+    const int bodies = 3 + 4 * trial;
+    for (int k = 0; k < bodies; ++k) b.body(test::box("b" + std::to_string(k), {u(rng), u(rng), u(rng)}, u(rng)));
+    for (int k = 0; k < bodies; ++k) {  // a random tree of spherical and fixed joints
+      const int parent = std::uniform_int_distribution<int>(-1, k - 1)(rng);
+      b.joint(JointSpec::at("j" + std::to_string(k), k % 3 == 2 ? JointType::Fixed : JointType::Spherical,
+                            parent < 0 ? "ground" : "b" + std::to_string(parent), "b" + std::to_string(k),
+                            {u(rng), u(rng), u(rng)}, Vec3::UnitZ()));
+    }
+    const Model m = b.build();
+    const AssemblyTree tree(m, Topology(m), 1);
+    Problem p = random_problem(m, false, trial % 2 == 0 ? 0.0 : 1e-4, rng);
+    for (std::size_t j = 0; j < p.rows.size(); ++j) {  // tree rows D' (x_c - x_p) with D = [I; 0]
+      const double compliance = p.rows[j].compliance;
+      p.rows[j].set_tree_rows(Eigen::MatrixXd::Identity(6, p.sides[j].rows));
+      p.rows[j].compliance = compliance;
+      ASSERT_TRUE(p.rows[j].unit_rows) << "joint " << j;
+    }
+    consistent_right_hand_sides(p, m.body_count(), rng);
+    Problem multiplied = p;
+    for (Rows& r : multiplied.rows) r.unit_rows = false;
+    Tree unit_core(tree, p.sides), multiplied_core(tree, p.sides);
+    for (const bool bias_only : {false, true}) {
+      const TreeResult unit = tree_solve(m, p, false, Parallel{}, unit_core, bias_only);
+      const TreeResult product = tree_solve(m, multiplied, false, Parallel{}, multiplied_core, bias_only);
+      for (std::size_t i = 0; i < unit.x.size(); ++i) EXPECT_EQ(unit.x[i], product.x[i]) << "trial " << trial << ", body " << i;
+      for (std::size_t j = 0; j < unit.lambda.size(); ++j)
+        EXPECT_EQ(unit.lambda[j], product.lambda[j]) << "trial " << trial << ", joint " << j;
+      expect_matches_dense(m, p, unit, "trial " + std::to_string(trial) + (bias_only ? ", bias only" : ""));
+    }
+  }
+}
+
 TEST(TreeSolve, RefusesAJointWithMoreRowsThanTheTreesDimension) {
   std::mt19937 rng(3);
   const Model m = random_graph(3, 0, 0, rng);

@@ -61,9 +61,7 @@ template void body_mobility<float>(float, const Mat3T<float>&, std::span<const V
 
 void tree_rows(const JointMotion& motion, const Vec6& bias, Rows6& rows) {
   const int n = static_cast<int>(motion.D.cols());
-  rows.reset(n);
-  rows.G_c.topRows(n) = motion.D.transpose();
-  rows.G_p.topRows(n) = -motion.D.transpose();
+  rows.set_tree_rows(motion.D);
   rows.r.head(n).noalias() = motion.D.transpose() * bias;
 }
 

@@ -152,11 +152,7 @@ void Engine<Kin>::joint_rows(int j) {
     rows = kin_.loop_rows(j);
     return;
   }
-  const auto& D = kin_.D(k);
-  const int n = static_cast<int>(D.cols());
-  rows.reset(n);
-  rows.G_c.topRows(n) = D.transpose();
-  rows.G_p.topRows(n) = -D.transpose();
+  rows.set_tree_rows(kin_.D(k));
 }
 
 /// xi_hk = S(l_h)' M^-1 S(l_k) and xi_h0 = S(l_h)' M^-1 P (paper 001 Eqs. 15-16, paper 004
