@@ -6,7 +6,8 @@
 // per body (dtheta a global rotation vector) and M = diag(m I, J_global):
 //   dx = -M^-1 J' (J M^-1 J')^+ Phi,   repeated until |Phi| is small.
 // Velocities: V <- V - M^-1 J' (J M^-1 J')^+ (J V + Phi_t).
-// The pseudo-inverse (complete orthogonal decomposition) handles redundant constraints.
+// The pseudo-inverse (PsdSolver: a symmetric eigendecomposition when singular) handles redundant
+// constraints.
 #pragma once
 
 #include <string>
@@ -18,7 +19,7 @@
 namespace treedyn {
 
 /// J M^-1 J' of a model at a state, factorised for repeated solves: Cholesky while it is positive
-/// definite, else a complete orthogonal decomposition (minimum-norm solutions, for redundant
+/// definite, else a symmetric eigendecomposition (minimum-norm solutions, for redundant
 /// constraints and singular positions). Shared by the projector and the reference formulation.
 class ConstraintMatrix {
  public:

@@ -41,12 +41,14 @@ struct JudgementOptions {
 /// difference for first-order methods, 4/3 for ali3's trapezoidal rule, 16/15 for rk4; 1 for a
 /// hundredth of the tolerances. Tolerance is not accuracy over long runs; this measures it.
 struct ErrorEstimate {
-  std::string refinement;  // what the companion run changed ("dt 0.005 s (halved)"); empty: not made
+  std::string refinement;  // what the companion run changed ("dt 0.005 s (halved)"; after a singular position of
+                           // the loops: "the reference formulation (rtol 1e-10, ...)"); empty: not made
   double factor = 1.0;     // 2^p / (2^p - 1) applied to the differences below (1: adaptive)
   int order = 0;           // fixed step: the method's order p; 0: the tolerances were refined
   double setting = 0.0;    // the run's step (fixed step) or rtol (adaptive), for the advice of a failed check
   double position = 0.0;   // m: largest distance between a body's centres of mass in the two runs, x factor
-  double coordinate = 0.0; // largest difference of a joint coordinate (rad, m, or an Euler parameter), x factor
+  double coordinate = 0.0; // largest difference of a joint coordinate (rad, m, or an Euler parameter), x factor;
+                           // 0 against another formulation (its coordinates may differ in sign)
   double energy = 0.0;     // J: largest difference of the total energy, x factor
   double t_compared = 0.0; // the last time compared (t_end unless the companion stopped)
   double t_from = 0.0;     // the first time compared (later than t0 when a singular position started it)

@@ -123,3 +123,35 @@ TEST(SmallInverse, PsdSolverWithThePapersInversesMatchesCholesky) {
   const Eigen::VectorXd minimum_norm = singular.completeOrthogonalDecomposition().solve(consistent);
   EXPECT_LT((x - minimum_norm).cwiseAbs().maxCoeff(), 1e-10);
 }
+
+// The singular path's eigendecomposition (SymmetricEigen) gives Eigen's SelfAdjointEigenSolver's
+// eigenvalues bit for bit and a decomposition that rebuilds A, with heap storage (sizes up to
+// 120) and stack storage (MaxSize 6); PsdSolver's singular solves are the minimum-norm solutions
+// of a complete orthogonal decomposition, also for an inconsistent right-hand side (least squares).
+TEST(SmallInverse, SymmetricEigenAndTheSingularSolvesAreExact) {
+  std::mt19937 rng(29);
+  for (const int n : {2, 5, 30, 120}) {
+    const Eigen::MatrixXd F = random_matrix(n, rng);
+    const int rank = std::max(1, n - n / 4);
+    const Eigen::MatrixXd A = F.leftCols(rank) * F.leftCols(rank).transpose();
+    SymmetricEigen<double> eigen(n);
+    ASSERT_TRUE(eigen.compute(A));
+    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> reference(A);
+    EXPECT_EQ(eigen.eigenvalues(), reference.eigenvalues()) << n;
+    const auto& V = eigen.eigenvectors();
+    EXPECT_LT((V * eigen.eigenvalues().asDiagonal() * V.transpose() - A).cwiseAbs().maxCoeff(), 1e-13 * n * A.cwiseAbs().maxCoeff()) << n;
+    PsdSolver<double> solver(n);
+    solver.compute(A);
+    EXPECT_EQ(solver.singular(), rank < n) << n;
+    Eigen::VectorXd b(n);
+    for (int i = 0; i < n; ++i) b(i) = std::sin(1.0 + i);  // inconsistent when A is singular
+    const Eigen::VectorXd expected = A.completeOrthogonalDecomposition().solve(b);
+    EXPECT_LT((solver.solve(b) - expected).cwiseAbs().maxCoeff(), 1e-9 * std::max(1.0, expected.cwiseAbs().maxCoeff())) << n;
+  }
+  using Small = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, 6, 6>;
+  const Eigen::MatrixXd F = random_matrix(5, rng);
+  const Small A = F.leftCols(3) * F.leftCols(3).transpose();
+  SymmetricEigen<double, 6> eigen(5);
+  ASSERT_TRUE(eigen.compute(A));
+  EXPECT_LT((eigen.eigenvectors() * eigen.eigenvalues().asDiagonal() * eigen.eigenvectors().transpose() - A).cwiseAbs().maxCoeff(), 1e-13);
+}
