@@ -22,6 +22,9 @@ function decode(base64, Type) {
   return new Type(bytes.buffer);
 }
 
+/// The smallest value a log plot draws (smaller ones, round-off, are drawn at it).
+const LOG_FLOOR = 1e-15;
+
 /// An axis label: exponents for a log axis and for small numbers, which uPlot would round to 0.
 function tick(v, log) {
   if (v == null) return '';
@@ -311,7 +314,14 @@ class Viewer {
         });
       }
       const x = decode(p.x, Float64Array);
-      const curve = (y) => Array.from(decode(y, Float32Array), (v) => (Number.isFinite(v) ? v : null));  // NaN: a gap
+      // NaN: a gap; on a log axis 0 and below too, and values under LOG_FLOOR drawn at it (uPlot's
+      // log ticks do not reach below ~1e-16: from 1e-26, a constraint error at round-off, its tick
+      // loop never ends and throws RangeError)
+      const curve = (y) => Array.from(decode(y, Float32Array), (v) => {
+        if (!Number.isFinite(v)) return null;
+        if (!p.log) return v;
+        return v > 0 ? Math.max(v, LOG_FLOOR) : null;
+      });
       const series = p.series.map((s, k) => ({
         label: s.label, stroke: hex(s.colour != null ? s.colour : RUN_COLOURS[k % RUN_COLOURS.length]), width: 1.5,
       }));
