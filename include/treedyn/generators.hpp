@@ -18,4 +18,13 @@ Model make_chain(int bodies, JointType joint);
 /// lie on the spin axes).
 Model make_spinning_bar_chain(int bodies, unsigned seed = 1);
 
+/// A ladder of `loops` coupled four-bar loops (2 loops + 1 bars, issue 28's loop-heavy scaling
+/// model): loops + 1 rungs hang from revolute pivots on the ground 1 m apart along +x, and
+/// `loops` couplers join the lower ends of neighbouring rungs, so each rung is the rocker of one
+/// four-bar and the crank of the next. Bars of 1 m and 1 kg with a 0.05 m square section, all
+/// joints revolute about z (planar: 3 redundant equations per loop in 3-D). The rungs start at
+/// rest 0.5 rad from hanging straight down (a parallelogram, one degree of freedom, far from its
+/// singular positions at +-pi/2), gravity 9.81 m/s^2 along -y.
+Model make_ladder(int loops);
+
 }  // namespace treedyn

@@ -750,10 +750,13 @@ int main(int argc, char** argv) {
   unsigned seed = 1;
   auto* g = app.add_subcommand("generate", "write a generated model");
   g->add_option("family", family,
-                "model family: chain (paper 000's n-link pendulum) or spinning-bars (paper 002's scaling chain)")
+                "model family: chain (paper 000's n-link pendulum), spinning-bars (paper 002's scaling chain) or ladder "
+                "(coupled four-bar loops)")
       ->required()
-      ->check(CLI::IsMember({"chain", "spinning-bars"}));
-  g->add_option("--bodies,-n", bodies, "number of bodies, 1 to 1000000")->required()->check(CLI::Range(1, 1000000));
+      ->check(CLI::IsMember({"chain", "spinning-bars", "ladder"}));
+  g->add_option("--bodies,-n", bodies, "number of bodies, 1 to 1000000 (ladder: number of loops, 2 n + 1 bars)")
+      ->required()
+      ->check(CLI::Range(1, 1000000));
   g->add_option("--joint", joint, "joint type")->capture_default_str()->check(CLI::IsMember({"spherical", "revolute"}));
   g->add_option("--seed", seed, "spinning-bars: seed of the random spin rates")->capture_default_str();
   g->add_option("--output,-o", gen_out, "model file to write")->required();
@@ -892,6 +895,9 @@ int main(int argc, char** argv) {
       if (family == "chain") {
         write_model_file(make_chain(bodies, *joint_type_from_string(joint)), gen_out);
         std::printf("wrote %s: %d-link %s chain\n", gen_out.c_str(), bodies, joint.c_str());
+      } else if (family == "ladder") {
+        write_model_file(make_ladder(bodies), gen_out);
+        std::printf("wrote %s: ladder of %d coupled four-bar loops (%d bars)\n", gen_out.c_str(), bodies, 2 * bodies + 1);
       } else {
         write_model_file(make_spinning_bar_chain(bodies, seed), gen_out);
         std::printf("wrote %s: %d spinning bars on spherical joints (seed %u)\n", gen_out.c_str(), bodies, seed);

@@ -1,5 +1,6 @@
 #include "treedyn/generators.hpp"
 
+#include <cmath>
 #include <random>
 
 #include "treedyn/model_builder.hpp"
@@ -56,6 +57,48 @@ Model make_spinning_bar_chain(int bodies, unsigned seed) {
                           i == 0 ? "ground" : "bar" + std::to_string(i), body.name, {0.0, 0.0, -i * L}, Vec3::UnitZ()));
   }
   b.defaults({.t_end = 3.0, .dt = 1e-3, .formulation = "half-implicit", .integrator = std::nullopt});
+  return b.build();
+}
+
+Model make_ladder(int loops) {
+  if (loops < 1) throw ModelError("a ladder needs at least one loop");
+  const double L = 1.0, w = 0.05, m = 1.0, theta0 = 0.5;
+  const double I_long = m * w * w / 6.0, I_cross = m * (L * L + w * w) / 12.0;
+  ModelBuilder b("ladder" + std::to_string(loops));
+  b.description("issue 28: ladder of " + std::to_string(loops) + " coupled four-bar loops (" + std::to_string(2 * loops + 1) +
+                " bars of 1 m, 1 kg), revolute joints about z, rungs 0.5 rad from hanging, at rest, gravity -y");
+  b.gravity({0.0, -9.81, 0.0});
+  const Vec3 down(std::sin(theta0), -std::cos(theta0), 0.0);  // along each rung, pivot to lower end
+  const Quat tilt(Eigen::AngleAxisd(theta0, Vec3::UnitZ()));  // a rung's local -y is `down`
+  auto rung = [&](int k) { return "rung" + std::to_string(k); };
+  auto coupler = [&](int k) { return "coupler" + std::to_string(k); };
+  for (int k = 0; k <= loops; ++k) {
+    Body body;
+    body.name = rung(k);
+    body.mass = m;
+    body.inertia = Vec3(I_cross, I_long, I_cross).asDiagonal();
+    body.position = Vec3(k * L, 0.0, 0.0) + 0.5 * L * down;
+    body.orientation = tilt;
+    body.shape.type = Shape::Type::Box;
+    body.shape.size = {w, L, w};
+    b.body(body);
+    b.joint(JointSpec::at("pivot" + std::to_string(k), JointType::Revolute, "ground", body.name, {k * L, 0.0, 0.0}, Vec3::UnitZ()));
+  }
+  for (int k = 1; k <= loops; ++k) {
+    Body body;
+    body.name = coupler(k);
+    body.mass = m;
+    body.inertia = Vec3(I_long, I_cross, I_cross).asDiagonal();
+    body.position = Vec3((k - 0.5) * L, 0.0, 0.0) + L * down;
+    body.shape.type = Shape::Type::Box;
+    body.shape.size = {L, w, w};
+    b.body(body);
+    b.joint(JointSpec::at("left" + std::to_string(k), JointType::Revolute, rung(k - 1), body.name,
+                          Vec3((k - 1) * L, 0.0, 0.0) + L * down, Vec3::UnitZ()));
+    b.joint(JointSpec::at("right" + std::to_string(k), JointType::Revolute, body.name, rung(k), Vec3(k * L, 0.0, 0.0) + L * down,
+                          Vec3::UnitZ()));
+  }
+  b.defaults({.t_end = 5.0, .dt = 0.01, .formulation = std::nullopt, .integrator = std::nullopt});
   return b.build();
 }
 

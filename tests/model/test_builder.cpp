@@ -4,6 +4,7 @@
 
 #include "treedyn/generators.hpp"
 #include "treedyn/model_builder.hpp"
+#include "treedyn/topology.hpp"
 
 using namespace treedyn;
 
@@ -199,4 +200,22 @@ TEST(Generators, SpinningBarChainOfPaper002HasItsGeometry) {
   }
   EXPECT_EQ(make_spinning_bar_chain(16, 7), m);
   EXPECT_NE(make_spinning_bar_chain(16, 8).bodies[3].angular_velocity, m.bodies[3].angular_velocity);
+}
+
+// Issue 28's loop-heavy model: N coupled four-bars in a row (N + 1 rungs, N couplers), a
+// parallelogram: one degree of freedom, 3 redundant equations per planar loop in 3-D.
+TEST(Generators, LadderOfCoupledFourBarsHasOneDegreeOfFreedomAndThreeRedundantEquationsPerLoop) {
+  const Model m = make_ladder(4);
+  EXPECT_EQ(m.body_count(), 9);
+  EXPECT_EQ(m.joint_count(), 13);
+  const Topology t(m);
+  EXPECT_EQ(t.loop_joints().size(), 4u);
+  EXPECT_EQ(t.mobility(), 1);
+  EXPECT_EQ(t.redundant_constraints(), 12);
+  // Lower ends of the rungs 1 m below and beside their pivots, where the couplers' pins are.
+  for (int k = 0; k <= 4; ++k) {
+    const Body& rung = m.bodies[static_cast<std::size_t>(k)];
+    EXPECT_LT((rung.position - Vec3(k + 0.5 * std::sin(0.5), -0.5 * std::cos(0.5), 0.0)).norm(), 1e-15);
+  }
+  EXPECT_THROW(make_ladder(0), ModelError);
 }
