@@ -90,6 +90,11 @@ struct RunOptions {
   /// CLI's --no-estimate-error): a fixed-step run's status then says nothing of its accuracy, and a
   /// passage near a singular position is a warning.
   bool verify = true;
+  /// A companion that has taken more than this many times the run's steps (at least 50) is
+  /// stopped at the next sample, said in its note, the run a warning: a refined run normally takes
+  /// 2 to 2.5 times, far more means the problem is stiff or singular there. Checked at samples only:
+  /// a companion that grinds within one output interval runs to its end first.
+  double companion_step_ratio = 20.0;
 };
 
 /// Receives every sample as it is taken (the CSV writers).

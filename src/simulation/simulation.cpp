@@ -190,13 +190,11 @@ class BranchWatch {
   double first_time_ = 0.0, smallest_ = 1.0;
 };
 
-/// A companion taking more than this many times the run's steps is stopped (its note says so).
-constexpr long kCompanionStepRatio = 20;
-
 /// Advances the companion to the run's time and widens the estimate by how far they part there
 /// (`energy`: the run's total energy, from its sample's metrics).
 /// A companion that fails ends the comparison, said in the note (the judgement warns of it).
-void compare_with_companion(const Simulator& sim, double energy, std::unique_ptr<Simulator>& companion, ErrorEstimate& e) {
+void compare_with_companion(const Simulator& sim, double energy, double step_ratio, std::unique_ptr<Simulator>& companion,
+                            ErrorEstimate& e) {
   try {
     if (sim.time() > companion->time()) companion->advance_to(sim.time());
   } catch (const std::exception& x) {
@@ -207,10 +205,12 @@ void compare_with_companion(const Simulator& sim, double energy, std::unique_ptr
   // A refined run costs 2 (halved step) to ~2.5 (a hundredth of the tolerance, fifth order) times
   // the run's steps; one that needs far more has found the problem stiff or singular there, and
   // is stopped rather than left to grind (hdca's on the four-bar took 28 s for the run's 0.12 s).
-  const long budget = kCompanionStepRatio * std::max(sim.stats().steps, 50L);
-  if (companion->stats().steps > budget) {
+  const double budget = step_ratio * static_cast<double>(std::max(sim.stats().steps, 50L));
+  if (static_cast<double>(companion->stats().steps) > budget) {
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%g", step_ratio);
     e.note = "the refined run stopped at t = " + sci(companion->time()) + " s, having taken " +
-             std::to_string(companion->stats().steps) + " steps, more than " + std::to_string(kCompanionStepRatio) +
+             std::to_string(companion->stats().steps) + " steps, more than " + ratio +
              " times the run's " + std::to_string(sim.stats().steps) + " (stiff or singular there); compared up to t = " +
              sci(e.t_compared) + " s";
     companion.reset();
@@ -362,7 +362,7 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
     for (const BodyState& b : snapshot.bodies) quaternion_error = std::max(quaternion_error, std::abs(b.q.norm() - 1.0));
     if (sink) sink->write(snapshot, m, sim.stats());
     ++result.samples;  // written (a sink that failed to write it has thrown)
-    if (companion) compare_with_companion(sim, m.total, companion, result.error_estimate);
+    if (companion) compare_with_companion(sim, m.total, options.companion_step_ratio, companion, result.error_estimate);
   };
 
   try {
