@@ -318,6 +318,8 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
     throw std::invalid_argument("run: dt must be a positive number, got " + sci(options.dt));
   if (!(options.t_end >= t0) || !std::isfinite(options.t_end))
     throw std::invalid_argument("run: t_end = " + sci(options.t_end) + " must be finite and not before t = " + sci(t0));
+  if (!(options.companion_step_ratio > 0.0) || !std::isfinite(options.companion_step_ratio))
+    throw std::invalid_argument("run: companion_step_ratio must be a positive number, got " + sci(options.companion_step_ratio));
   if (sim.failed()) throw std::logic_error("run: the simulator's last step failed; reset() it first");
   // More intervals than a run could take in weeks is a typing error, and past 2^63 the count
   // would overflow: refused before anything runs.

@@ -491,4 +491,12 @@ TEST(Simulation, ACompanionThatTakesFarMoreStepsThanTheRunIsStoppedAndSaid) {
   const SimulationResult full = run_simulation(again, run);
   EXPECT_EQ(full.error_estimate.note, "");
   EXPECT_EQ(full.error_estimate.t_compared, 2.0);
+  run.companion_step_ratio = std::nan("");  // would never stop a companion: refused, named
+  Simulator bad(share(read_model_file(test::model_path("spatial_double_pendulum"))), "dca");
+  try {
+    run_simulation(bad, run);
+    ADD_FAILURE() << "a NaN companion_step_ratio was accepted";
+  } catch (const std::invalid_argument& x) {
+    EXPECT_NE(std::string(x.what()).find("companion_step_ratio"), std::string::npos) << x.what();
+  }
 }
