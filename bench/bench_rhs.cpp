@@ -27,6 +27,7 @@ void time_rhs(benchmark::State& state, const Model& model, const std::string& fo
   FormulationSettings settings;
   settings.threading.threads = threads;
   settings.threading.pin = true;  // as the command line runs
+  settings.threading.fallback = false;  // the threads themselves are timed
   auto f = make_formulation(formulation, share(model), settings);
   OdeSystem& ode = *f->ode();
   const Eigen::VectorXd y = f->ode_state();
@@ -65,6 +66,7 @@ void Ali3Step(benchmark::State& state) {
   FormulationSettings settings = suggested_settings(model, "ali3", CompareOptions{});
   settings.threading.threads = static_cast<int>(state.range(1));
   settings.threading.pin = true;
+  settings.threading.fallback = false;  // the threads themselves are timed
   std::unique_ptr<Formulation> f;
   int steps = 500;
   for (auto _ : state) {

@@ -21,6 +21,8 @@
 
 namespace treedyn {
 
+class ThreadGovernor;  // parallel.hpp
+
 /// Reaction of a joint on its child body: force, and torque about the child's joint-frame origin,
 /// global frame.
 struct JointReaction {
@@ -84,6 +86,9 @@ class Formulation {
   /// Figures of the run that only this formulation has (ali3: the largest Euler-parameter
   /// normalisation error), for summaries.
   virtual std::map<std::string, double> diagnostics() const { return {}; }
+  /// The choice between the tree passes' threads and one thread (parallel.hpp), for formulations
+  /// that run on threads and time them (Threading::fallback); null otherwise.
+  virtual const ThreadGovernor* thread_governor() const { return nullptr; }
   /// For formulations that integrate an ODE: the system and its current state (benchmarks time
   /// the right-hand side alone). Null for step-based formulations.
   virtual OdeSystem* ode() { return nullptr; }

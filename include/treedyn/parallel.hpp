@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include "treedyn/threading.hpp"
@@ -25,6 +26,10 @@ namespace treedyn {
 /// in their caches; on a two-core machine pinning makes two threads 1.5x faster instead of at
 /// times slower than one.
 void pin_threads(int threads);
+/// After pin_threads: lets the calling thread run on every CPU it could before (pinned = false;
+/// a stretch on one thread, which a busy core would otherwise halve) or pins it back to its CPU.
+/// Nothing if pin_threads has not pinned it.
+void pin_caller(bool pinned);
 
 /// The first exception thrown by the work of a parallel region, kept to be rethrown once the
 /// region has ended: an exception must not leave an OpenMP region (the process would end). Work
@@ -56,21 +61,86 @@ class RegionErrors {
   std::atomic<bool> failed_{false};
 };
 
+/// Chooses, from measured time, whether a Parallel's passes run on its threads or on one
+/// (Threading::fallback). On a machine whose other cores are busy, threads wait for each other at
+/// every barrier: on the two-core development VM with both cores taken by other programs, two
+/// threads ran an ali3 run of the 1024-body chain 2.2 times slower than one (docs/benchmarks.md).
+///
+/// A trial times an epoch of passes on the threads, then one on one thread, and the faster runs
+/// for the next stretch (kFirstStretch seconds; a choice a trial confirms doubles the stretch up
+/// to kLongestStretch, a changed one goes back to kFirstStretch), so a machine that becomes busy
+/// or idle is followed. A stretch on the threads is timed too: one slower than the last trial's
+/// epoch on one thread goes on on one thread without a trial (a short epoch can flatter threads). An epoch lasts at least kEpochSeconds and kEpochCalls passes, a whole
+/// number of kEpochCalls (formulations call passes of different sizes in cycles of up to six: an
+/// ali3 step makes five), and its first kWarmupCalls are not timed: after a switch the threads
+/// wake, caches refill, and the scheduler briefly favours threads that slept, which made two
+/// threads look faster than one on a busy machine in 60-pass epochs. The clock is read twice a pass (tens of nanoseconds against the passes' tens of microseconds and more). The
+/// same operations run on every node either way, so results do not depend on the choice.
+class ThreadGovernor {
+ public:
+  static constexpr int kEpochCalls = 60;
+  static constexpr int kWarmupCalls = 15;
+  static constexpr double kEpochSeconds = 0.1;
+  static constexpr double kFirstStretch = 0.5, kLongestStretch = 16.0;  // seconds
+  /// Seconds since any fixed instant; tests inject their own.
+  using Clock = double (*)();
+  explicit ThreadGovernor(Clock clock = nullptr);
+
+  /// Whether the next call runs on the threads.
+  bool threaded() const { return threaded_; }
+  /// Around every pass (not nested): begin() before, end() after.
+  void begin() { started_ = clock_(); }
+  void end();
+
+  struct Report {
+    long threaded_calls = 0, serial_calls = 0;  // passes run on the threads and on one
+    int trials = 0, fallbacks = 0;              // trials finished, and those that chose one thread
+    double threaded_seconds = 0.0, serial_seconds = 0.0;  // per pass, in the last trial
+  };
+  const Report& report() const { return report_; }
+  /// What a run should be told when one thread was faster in any trial (empty otherwise).
+  std::string notice(int threads) const;
+
+ private:
+  enum class Phase { Threaded, Serial, Settled };
+  void start_epoch(Phase phase, double now);
+  void end_epoch(double now);
+  void end_stretch(double now);
+  /// Runs the threads (or one thread) for the next stretch.
+  void choose(bool threads, double now);
+
+  Clock clock_;
+  Phase phase_ = Phase::Threaded;
+  bool threaded_ = true, started_epochs_ = false;
+  bool last_choice_threaded_ = true;
+  long epoch_calls_ = 0, timed_calls_ = 0;
+  double epoch_start_ = 0.0, stretch_end_ = 0.0, stretch_ = kFirstStretch;
+  double started_ = 0.0, timed_seconds_ = 0.0, stretch_seconds_ = 0.0;
+  long stretch_calls_ = 0;
+  Report report_;
+};
+
 class Parallel {
  public:
   /// threads <= 1: serial. Levels with fewer nodes than `min_parallel_nodes` run serially.
-  explicit Parallel(const Threading& threading = {}, int min_parallel_nodes = 4)
+  /// `clock`: the governor's (tests; null: std::chrono::steady_clock).
+  explicit Parallel(const Threading& threading = {}, int min_parallel_nodes = 4, ThreadGovernor::Clock clock = nullptr)
       : threads_(std::max(1, threading.threads)),
         min_parallel_bodies_(std::max(1, threading.min_parallel_bodies)),
         min_parallel_nodes_(std::max(1, min_parallel_nodes)),
-        pin_(threading.pin) {}
+        pin_(threading.pin),
+        govern_(threads_ > 1 && threading.fallback),
+        governor_(clock) {}
 
   int threads() const { return threads_; }
+  /// The choice between the threads and one thread, when made (Threading::fallback and more than
+  /// one thread); nullptr otherwise.
+  const ThreadGovernor* governor() const { return govern_ ? &governor_ : nullptr; }
 
   /// f(i) for i in [0, count) (serially below Threading::min_parallel_bodies items).
   template <class F>
   void for_each(int count, F&& f) const {
-    if (threads_ == 1 || count < min_parallel_bodies_) {
+    if (threads_ == 1 || count < min_parallel_bodies_ || !on_threads()) {
       for (int i = 0; i < count; ++i) f(i);
       return;
     }
@@ -86,13 +156,8 @@ class Parallel {
   /// shared among threads; the few levels above them run level by level.
   template <class Leaf, class Inner>
   void assemble(const AssemblyTree& tree, Leaf&& leaf, Inner&& inner) const {
-    if (serial(tree)) {
-      for (const auto& s : tree.subtrees())
-        for (int id : s) tree.node(id).is_leaf() ? leaf(id) : inner(id);
-      for (const auto& level : tree.upper_levels())
-        for (int id : level) inner(id);
-      return;
-    }
+    const Governed timed(governed(tree));
+    if (serial(tree)) return assemble_serially(tree, leaf, inner);
     pin();
     RegionErrors errors;
 #pragma omp parallel num_threads(threads_)
@@ -104,14 +169,8 @@ class Parallel {
   /// reverse of assemble()).
   template <class Inner, class Leaf>
   void disassemble(const AssemblyTree& tree, Inner&& inner, Leaf&& leaf) const {
-    if (serial(tree)) {
-      const auto& upper = tree.upper_levels();
-      for (auto level = upper.rbegin(); level != upper.rend(); ++level)
-        for (int id : *level) inner(id);
-      for (const auto& s : tree.subtrees())
-        for (auto id = s.rbegin(); id != s.rend(); ++id) tree.node(*id).is_leaf() ? leaf(*id) : inner(*id);
-      return;
-    }
+    const Governed timed(governed(tree));
+    if (serial(tree)) return disassemble_serially(tree, inner, leaf);
     pin();
     RegionErrors errors;
 #pragma omp parallel num_threads(threads_)
@@ -128,11 +187,12 @@ class Parallel {
   template <class Before, class LeafUp, class InnerUp, class Root, class InnerDown, class LeafDown>
   void pass(const AssemblyTree& tree, int count, Before&& before, LeafUp&& leaf_up, InnerUp&& inner_up, Root&& root,
             InnerDown&& inner_down, LeafDown&& leaf_down) const {
+    const Governed timed(governed(tree));
     if (serial(tree)) {
       for (int i = 0; i < count; ++i) before(i);
-      assemble(tree, leaf_up, inner_up);
+      assemble_serially(tree, leaf_up, inner_up);
       root();
-      disassemble(tree, inner_down, leaf_down);
+      disassemble_serially(tree, inner_down, leaf_down);
       return;
     }
     pin();
@@ -168,17 +228,67 @@ class Parallel {
   }
 
  private:
+  /// Times one pass for the governor (a null governor: nothing).
+  struct Governed {
+    ThreadGovernor* governor;
+    explicit Governed(ThreadGovernor* g) : governor(g) {
+      if (governor) governor->begin();
+    }
+    ~Governed() {
+      if (governor) governor->end();
+    }
+    Governed(const Governed&) = delete;
+    Governed& operator=(const Governed&) = delete;
+  };
+  /// The governor, for a tree large enough to share among the threads.
+  ThreadGovernor* governed(const AssemblyTree& tree) const { return govern_ && !small(tree) ? &governor_ : nullptr; }
+
+  template <class Leaf, class Inner>
+  static void assemble_serially(const AssemblyTree& tree, Leaf& leaf, Inner& inner) {
+    for (const auto& s : tree.subtrees())
+      for (int id : s) tree.node(id).is_leaf() ? leaf(id) : inner(id);
+    for (const auto& level : tree.upper_levels())
+      for (int id : level) inner(id);
+  }
+  template <class Inner, class Leaf>
+  static void disassemble_serially(const AssemblyTree& tree, Inner& inner, Leaf& leaf) {
+    const auto& upper = tree.upper_levels();
+    for (auto level = upper.rbegin(); level != upper.rend(); ++level)
+      for (int id : *level) inner(id);
+    for (const auto& s : tree.subtrees())
+      for (auto id = s.rbegin(); id != s.rend(); ++id) tree.node(*id).is_leaf() ? leaf(*id) : inner(*id);
+  }
+
   /// Pins the team before the first parallel region, so that a Parallel whose work stays serial
   /// (small models) leaves the process's threads where the system puts them.
   void pin() const {
-    if (pinned_ || !pin_) return;
-    pin_threads(threads_);
-    pinned_ = true;
+    if (!pin_) return;
+    if (!pinned_) {
+      pin_threads(threads_);
+      pinned_ = true;
+    } else if (caller_released_) {
+      pin_caller(true);
+      caller_released_ = false;
+    }
   }
 
-  /// A tree of n bodies has 2 n - 1 nodes.
+  /// Fewer bodies than Threading::min_parallel_bodies (a tree of n bodies has 2 n - 1 nodes).
+  bool small(const AssemblyTree& tree) const {
+    return tree.nodes().size() < 2 * static_cast<std::size_t>(min_parallel_bodies_) - 1;
+  }
   bool serial(const AssemblyTree& tree) const {
-    return threads_ == 1 || tree.nodes().size() < 2 * static_cast<std::size_t>(min_parallel_bodies_) - 1;
+    if (threads_ == 1 || small(tree)) return true;
+    return !on_threads();
+  }
+  /// The governor's choice; a stretch on one thread frees the calling thread from its pinned
+  /// CPU, which another program may be using (pin() pins it back before the threads run).
+  bool on_threads() const {
+    if (!govern_ || governor_.threaded()) return true;
+    if (pinned_ && !caller_released_) {
+      pin_caller(false);
+      caller_released_ = true;
+    }
+    return false;
   }
 
   /// The first of the upper levels from which on every level is too small to share among threads
@@ -245,7 +355,10 @@ class Parallel {
   int min_parallel_bodies_;
   int min_parallel_nodes_;
   bool pin_;
+  bool govern_;
   mutable bool pinned_ = false;  // set from the calling thread, before any region
+  mutable bool caller_released_ = false;  // unpinned for a stretch on one thread (on_threads)
+  mutable ThreadGovernor governor_;
 };
 
 }  // namespace treedyn

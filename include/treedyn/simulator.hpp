@@ -155,7 +155,8 @@ class Simulator {
   ConstraintErrors constraint_errors() const;
   /// Counters since the last reset().
   SolverStats stats() const;
-  std::vector<std::string> warnings() const { return formulation_->warnings(); }
+  /// The formulation's notices, and whether its threads had to give way to one thread (ThreadGovernor).
+  std::vector<std::string> warnings() const;
   double state_tolerance() const { return state_tolerance_; }
 
  private:

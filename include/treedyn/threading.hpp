@@ -21,6 +21,11 @@ struct Threading {
   /// default: pinning changes the CPU affinity of the host program's threads, the calling thread
   /// included; the command-line tool turns it on.
   bool pin = false;
+  /// Time the passes on the threads and on one thread while running, and use whichever is faster
+  /// (ThreadGovernor, parallel.hpp): on a machine whose other cores are busy, threads wait for
+  /// each other at every barrier and two ran 4 times slower than one. Results do not depend on
+  /// the choice. Off: the passes always run on the threads (benchmarks of the threads themselves).
+  bool fallback = true;
 };
 
 /// The CPUs this process may run on (its affinity mask, as taskset or a container limits it);

@@ -254,6 +254,7 @@ struct SimulateArgs {
   bool no_estimate_error = false; // --no-estimate-error: RunOptions::verify = false
   std::vector<double> baumgarte;  // dca: alpha, beta
   bool planar = false;            // hdca: paper 004's planar form
+  bool fixed_threads = false;     // --fixed-threads: Threading::fallback = false
   std::string precision = "double", inverse = "cholesky", error_control = "velocities";  // hdca
   Ali3Options ali3;                    // ali3: penalty, Newton-Raphson, projections
   std::string projections = "both";    // ali3
@@ -640,6 +641,9 @@ int main(int argc, char** argv) {
   s->add_option("--rtol", sim.rtol, "relative tolerance of adaptive integrators (defaults: reference 1e-10, dca and hdca 1e-6)")->check(kPositive);
   s->add_option("--atol", sim.atol, "absolute tolerance of adaptive integrators (defaults: reference 1e-10, dca and hdca 1e-6)")->check(kPositive);
   s->add_option("--threads", sim.threads, threads_help)->capture_default_str()->check(kPositive);
+  s->add_flag("--fixed-threads", sim.fixed_threads,
+              "run every tree pass on the --threads threads; by default they are timed against one thread while running "
+              "and the faster is used (a busy machine makes threads slower than one; docs/cli.md)");
   s->add_option("--sample-every", sim.sample_every, "sample every k-th step (then every sample is written)")
       ->capture_default_str()
       ->check(kPositive);
@@ -865,6 +869,7 @@ int main(int argc, char** argv) {
       {"--atol", "atol", [&] { return OptionValue(sim.atol); }},
       {"--threads", "threads", [&] { return OptionValue(static_cast<long>(sim.threads)); }},
       {"--planar", "planar", [&] { return OptionValue(sim.planar); }},
+      {"--fixed-threads", "thread_fallback", [&] { return OptionValue(!sim.fixed_threads); }},
       {"--precision", "precision", [&] { return OptionValue(sim.precision); }},
       {"--inverse", "inverse", [&] { return OptionValue(sim.inverse); }},
       {"--error-control", "error_control", [&] { return OptionValue(sim.error_control); }},

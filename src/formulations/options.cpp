@@ -97,6 +97,9 @@ const std::vector<Option>& options() {
         [](auto& s, const auto& v, auto&) { s.dt = number("dt", v, false); });
     add("threads", "integer", kThreaded, "threads of the tree passes",
         [](auto& s, const auto& v, auto&) { s.threading.threads = integer("threads", v, 1); });
+    add("thread_fallback", "flag", kThreaded,
+        "time the passes on the threads against one thread while running and use the faster (default true)",
+        [](auto& s, const auto& v, auto&) { s.threading.fallback = flag("thread_fallback", v); });
     add("min_parallel_bodies", "integer", kThreaded, "models with fewer bodies run their passes serially",
         [](auto& s, const auto& v, auto&) { s.threading.min_parallel_bodies = integer("min_parallel_bodies", v, 1); });
     add("baumgarte_alpha", "number", {"dca"}, "Baumgarte stabilisation of loop-closing joints: alpha",

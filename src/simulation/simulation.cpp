@@ -10,6 +10,7 @@
 
 #include "treedyn/errors.hpp"
 #include "treedyn/integrators.hpp"
+#include "treedyn/parallel.hpp"
 #include "treedyn/topology.hpp"
 
 namespace treedyn {
@@ -410,6 +411,11 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
   result.warnings = sim.warnings();  // after the run: some notices arise during it
   result.stage_seconds = sim.formulation().stage_seconds();
   result.diagnostics = sim.formulation().diagnostics();
+  if (const ThreadGovernor* g = sim.formulation().thread_governor()) {  // threads asked for, and timed
+    const ThreadGovernor::Report& t = g->report();
+    if (const long passes = t.threaded_calls + t.serial_calls; passes > 0)
+      result.diagnostics["passes_on_threads_fraction"] = static_cast<double>(t.threaded_calls) / static_cast<double>(passes);
+  }
   if (result.status == "ok")
     judge(model, options.judge, kinetic_max, potential_max >= potential_min ? potential_max - potential_min : 0.0,
           quaternion_error, work > 0.0, branch, result);

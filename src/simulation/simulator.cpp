@@ -8,6 +8,7 @@
 
 #include "treedyn/errors.hpp"
 #include "treedyn/model_builder.hpp"
+#include "treedyn/parallel.hpp"
 #include "treedyn/topology.hpp"
 
 namespace treedyn {
@@ -131,6 +132,13 @@ void Simulator::reset() {
   changed();
   stats_at_reset_ = formulation_->stats();
   if (metrics_) metrics_ = std::make_unique<Metrics>(*model_, inputs_.get());
+}
+
+std::vector<std::string> Simulator::warnings() const {
+  std::vector<std::string> out = formulation_->warnings();
+  if (const ThreadGovernor* g = formulation_->thread_governor())
+    if (std::string notice = g->notice(settings_.threading.threads); !notice.empty()) out.push_back(std::move(notice));
+  return out;
 }
 
 SolverStats Simulator::stats() const {

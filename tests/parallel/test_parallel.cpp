@@ -206,3 +206,137 @@ TEST(Parallel, ThreadsAreNotPinnedUnlessAsked) {
   ASSERT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
   EXPECT_TRUE(CPU_EQUAL(&before, &after));
 }
+
+namespace {
+
+// A clock the tests advance: the governor reads it around every pass.
+double fake_seconds = 0.0;
+double fake_clock() { return fake_seconds; }
+
+// `calls` passes through the governor, each costing `threaded` or `serial` seconds as it chooses.
+void govern(ThreadGovernor& g, long calls, double threaded, double serial) {
+  for (long k = 0; k < calls; ++k) {
+    g.begin();
+    fake_seconds += g.threaded() ? threaded : serial;
+    g.end();
+  }
+}
+
+// Passes until the governor has finished one more trial (or decided without one); the time then.
+double until_decision(ThreadGovernor& g, double threaded, double serial) {
+  const int trials = g.report().trials;
+  for (long k = 0; k < 10'000'000 && g.report().trials == trials; ++k) govern(g, 1, threaded, serial);
+  EXPECT_EQ(g.report().trials, trials + 1) << "no decision in ten million passes";
+  return fake_seconds;
+}
+
+}  // namespace
+
+// The governor times the passes on the threads and on one thread and keeps the faster; it tries
+// again after each stretch, so a machine that becomes busy (or idle) is followed.
+TEST(ThreadGovernor, KeepsTheFasterOfThreadsAndOneThreadAndFollowsAChange) {
+  ThreadGovernor g(fake_clock);
+  EXPECT_TRUE(g.threaded());  // the first trial starts on the threads
+  until_decision(g, 1e-3, 1.6e-3);  // an idle machine: threads faster
+  EXPECT_TRUE(g.threaded());
+  EXPECT_EQ(g.report().fallbacks, 0);
+  EXPECT_NEAR(g.report().threaded_seconds, 1e-3, 1e-9);  // differences of a clock near 1e3 s
+  EXPECT_NEAR(g.report().serial_seconds, 1.6e-3, 1e-9);
+  EXPECT_EQ(g.notice(2), "");
+  govern(g, 400, 1e-3, 1.6e-3);  // 0.4 s of the 0.5 s stretch: no trial in it
+  EXPECT_EQ(g.report().trials, 1);
+  // The machine becomes busy: threads four times slower than one. The next trial sees it.
+  until_decision(g, 4e-3, 1e-3);
+  EXPECT_FALSE(g.threaded());
+  EXPECT_EQ(g.report().trials, 2);
+  EXPECT_EQ(g.report().fallbacks, 1);
+  EXPECT_NEAR(g.report().threaded_seconds, 4e-3, 1e-9);
+  const std::string notice = g.notice(2);
+  EXPECT_NE(notice.find("one thread was faster than 2 on this machine in 1 of 2 timings"), std::string::npos) << notice;
+  EXPECT_NE(notice.find("4e+03 us a pass on 2 threads, 1e+03 us on one"), std::string::npos) << notice;
+  // Busy through the stretch: every pass of it on one thread.
+  const long threaded_before = g.report().threaded_calls;
+  govern(g, 400, 4e-3, 1e-3);
+  EXPECT_EQ(g.report().threaded_calls, threaded_before);
+  // Idle again: the next trial goes back to the threads.
+  until_decision(g, 1e-3, 1.6e-3);
+  EXPECT_TRUE(g.threaded());
+}
+
+// A stretch on the threads is timed as well: threads that a short trial flattered but that lose
+// over the stretch give way to one thread at its end, without another trial.
+TEST(ThreadGovernor, AStretchOnTheThreadsThatLosesGoesOnOnOneThread) {
+  ThreadGovernor g(fake_clock);
+  until_decision(g, 1e-3, 2e-3);
+  ASSERT_TRUE(g.threaded());
+  const long serial_before = g.report().serial_calls;
+  until_decision(g, 3e-3, 2e-3);  // the stretch: threads at 3 ms against one thread's 2 ms
+  EXPECT_FALSE(g.threaded());
+  EXPECT_EQ(g.report().fallbacks, 1);
+  EXPECT_NEAR(g.report().threaded_seconds, 3e-3, 1e-9);
+  EXPECT_EQ(g.report().serial_calls, serial_before);  // no epoch on one thread was run for it
+}
+
+// A choice that trials confirm is tried less and less often: the stretch doubles from 0.5 s up to
+// 16 s, so a steady machine pays for few trials.
+TEST(ThreadGovernor, AConfirmedChoiceIsTriedLessOften) {
+  ThreadGovernor g(fake_clock);
+  double last = until_decision(g, 1e-3, 2e-3);
+  // a trial: two epochs of 0.12 s (120 passes of 1 ms on the threads, 60 of 2 ms on one)
+  const double trial = 0.24;
+  double stretch = ThreadGovernor::kFirstStretch;
+  for (int k = 0; k < 8; ++k) {
+    const double t = until_decision(g, 1e-3, 2e-3);
+    EXPECT_NEAR(t - last, stretch + trial, 0.01) << "trial " << k + 2;
+    EXPECT_TRUE(g.threaded());
+    stretch = std::min(2 * stretch, ThreadGovernor::kLongestStretch);
+    last = t;
+  }
+  EXPECT_EQ(g.report().fallbacks, 0);
+}
+
+// Inside Parallel: passes on a machine where the threads are slower move to one thread, with the
+// same results, and a Parallel told not to fall back (Threading::fallback) keeps its threads.
+TEST(ThreadGovernor, ParallelPassesMoveToOneThreadWhenItIsFasterWithTheSameResults) {
+  const Model m = make_chain(256, JointType::Spherical);
+  const Topology topology(m);
+  const AssemblyTree tree(m, topology, 2);
+  for (const bool fallback : {true, false}) {
+    const Parallel par(Threading{.threads = 2, .fallback = fallback}, 2, fake_clock);
+    // The pass's formula (sin at the leaves, a non-associative combination above), whose root
+    // also advances the clock by the pass's cost: the threads four times slower than one.
+    auto run = [&](const Parallel& p, std::vector<double>& value, int pass, bool timed) {
+      std::atomic<bool> in_parallel{false};
+      p.assemble(
+          tree,
+          [&](int id) {
+            if (omp_in_parallel()) in_parallel = true;
+            value[static_cast<std::size_t>(id)] = std::sin(1.0 + tree.node(id).body + pass);
+          },
+          [&](int id) {
+            const AssemblyNode& n = tree.node(id);
+            value[static_cast<std::size_t>(id)] =
+                value[static_cast<std::size_t>(n.left)] / 3.0 + std::sqrt(1.0 + value[static_cast<std::size_t>(n.right)]);
+            if (timed && id == tree.root()) fake_seconds += omp_in_parallel() ? 4e-3 : 1e-3;
+          });
+      return in_parallel.load();
+    };
+    long threaded_passes = 0, serial_passes = 0;
+    std::vector<double> value(tree.nodes().size()), serial(tree.nodes().size());
+    for (int pass = 0; pass < 3 * ThreadGovernor::kEpochCalls; ++pass) {
+      (run(par, value, pass, true) ? threaded_passes : serial_passes)++;
+      run(Parallel(Threading{.threads = 1}), serial, pass, false);
+      ASSERT_EQ(value, serial) << "pass " << pass;  // the same numbers on either
+    }
+    if (fallback) {
+      ASSERT_NE(par.governor(), nullptr);
+      // the trial's epoch on the threads (60 passes, 0.24 s), on one (120 passes: 0.1 s at least), and no more
+      EXPECT_EQ(threaded_passes, ThreadGovernor::kEpochCalls);
+      EXPECT_EQ(serial_passes, 2 * ThreadGovernor::kEpochCalls);
+      EXPECT_EQ(par.governor()->report().fallbacks, 1);
+    } else {
+      EXPECT_EQ(par.governor(), nullptr);
+      EXPECT_EQ(threaded_passes, 3 * ThreadGovernor::kEpochCalls);
+    }
+  }
+}

@@ -73,6 +73,7 @@ class Ali3 final : public Formulation {
   }
 
   std::string name() const override { return "ali3"; }
+  const ThreadGovernor* thread_governor() const override { return ctx_.parallel.governor(); }
   std::string integrator() const override { return "trapezoidal (index-3 augmented Lagrangian)"; }
   double time() const override { return t_; }
   SolverStats stats() const override { return stats_; }

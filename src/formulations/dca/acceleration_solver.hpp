@@ -26,6 +26,7 @@ class AccelerationSolver {
   AccelerationSolver& operator=(const AccelerationSolver&) = delete;
 
   const JointSpace& joints() const { return joints_; }
+  const Parallel& parallel() const { return parallel_; }
   const Topology& topology() const { return topology_; }
   const AssemblyTree& tree() const { return tree_; }
 

@@ -24,6 +24,7 @@ class Dca final : public OdeFormulation {
   }
 
   std::string name() const override { return "dca"; }
+  const ThreadGovernor* thread_governor() const override { return solver_.parallel().governor(); }
 
   void bodies(SystemState& out) override {
     solver_.kinematics(y_.head(joints().nq()), y_.tail(joints().nv()), out);

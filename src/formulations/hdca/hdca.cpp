@@ -38,6 +38,7 @@ class Hdca final : public OdeFormulation {
   }
 
   std::string name() const override { return "hdca"; }
+  const ThreadGovernor* thread_governor() const override { return engine_.parallel().governor(); }
 
   // Outputs use their own velocities (v_out_): v_ belongs to the right-hand side, and
   // error_weights reads it, so writing it here made the trajectory depend on how often it was

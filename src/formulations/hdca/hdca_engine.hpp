@@ -37,6 +37,7 @@ class Engine {
 
   Kin& kinematics() { return kin_; }
   const JointSpace& joints() const { return kin_.joints(); }
+  const Parallel& parallel() const { return parallel_; }
 
   /// Canonical momenta p of the joint velocities v at q with no impulse at the cut joints
   /// (sigma = 0, paper 001 Sect. 2.1): p_k = H_k' (momentum of the bodies outboard of k, at o_k).

@@ -53,6 +53,7 @@ Slide slide_of(const Joint& j, const SystemState& s);
 class Core : public Formulation {
  public:
   std::string name() const override { return name_; }
+  const ThreadGovernor* thread_governor() const override { return ctx_.parallel.governor(); }
   double time() const override { return t_; }
   SolverStats stats() const override { return stats_; }
   std::vector<std::string> warnings() const override;
