@@ -60,6 +60,8 @@ class ResultWriter : public SampleSink {
   /// atomically. Throws std::runtime_error if a write fails (for a run that was ok; a failed
   /// run's own message already says what went wrong).
   void finish(const SimulationResult& result);
+  /// Empties the files for a run made again from its start (RunOptions::choose_step).
+  bool restart() override;
   const std::string& directory() const { return directory_; }
   long rows_written() const { return rows_; }
 

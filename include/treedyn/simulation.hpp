@@ -95,13 +95,31 @@ struct RunOptions {
   /// 2 to 2.5 times, far more means the problem is stiff or singular there. Checked at samples only:
   /// a companion that grinds within one output interval runs to its end first.
   double companion_step_ratio = 20.0;
+  /// The caller left the step to the run (the CLI without --dt, Python without dt): a fixed-step
+  /// run whose error estimate fails the accuracy check, with a step that would meet it
+  /// (accuracy_advice), is made again from its start at that step, rounded down to a whole
+  /// fraction of the step before (so the samples fall where they did), at most kStepRetries times
+  /// and not below kSmallestStepFraction of the first step. The sink is asked to restart
+  /// (SampleSink::restart; one that cannot stops the retries); the result lists the runs before
+  /// (SimulationResult::step_tries). Not for a run that came near a singular position of its
+  /// loops, which no step settles, nor one whose estimate could not be made; no further step after
+  /// one whose estimate did not even halve.
+  bool choose_step = false;
 };
+
+/// RunOptions::choose_step: at most this many runs again at smaller steps ...
+inline constexpr int kStepRetries = 2;
+/// ... each step at least this fraction of the first one (a smaller one is advised, not run).
+inline constexpr double kSmallestStepFraction = 1e-3;
 
 /// Receives every sample as it is taken (the CSV writers).
 class SampleSink {
  public:
   virtual ~SampleSink() = default;
   virtual void write(const Snapshot& snapshot, const MetricsSample& metrics, const SolverStats& stats) = 0;
+  /// Forgets every sample written so far: the run is made again from its start
+  /// (RunOptions::choose_step). false: this sink cannot, and the run is not made again.
+  virtual bool restart() { return false; }
 };
 
 /// A sink that keeps every sample in memory (tests, studies).
@@ -111,6 +129,11 @@ struct Recording : SampleSink {
   void write(const Snapshot& s, const MetricsSample& m, const SolverStats&) override {
     snapshots.push_back(s);
     metrics.push_back(m);
+  }
+  bool restart() override {
+    snapshots.clear();
+    metrics.clear();
+    return true;
   }
 };
 
@@ -134,6 +157,17 @@ struct SimulationResult {
   std::vector<std::string> warnings;  // notices of the formulation (a status "ok" run may have some)
   Judgement judgement;
   ErrorEstimate error_estimate;  // when RunOptions::estimate_error; judged by JudgementOptions::accuracy
+  /// A run made before this one at a larger step (RunOptions::choose_step), and why it was not kept.
+  struct StepTry {
+    double step = 0.0;            // s
+    double error = 0.0;           // m: its error estimate (ErrorEstimate::position)
+    double threshold = 0.0;       // m: the accuracy check's bound it exceeded
+    double wall_seconds = 0.0;    // its stepping time
+    long steps = 0;
+  };
+  std::vector<StepTry> step_tries;  // oldest first; empty: the first run was kept
+  double step = 0.0;  // fixed-step runs: the step taken (s); 0 for adaptive integrators
+  std::string step_note;  // choose_step: why a smaller step was not tried, when it was not
   std::map<std::string, double> stage_seconds;
   std::map<std::string, double> diagnostics;  // Formulation::diagnostics() at the end of the run
   bool ok() const { return status == "ok"; }
@@ -154,6 +188,10 @@ using ProgressCallback = std::function<void(double t, double t_end)>;
 /// std::logic_error for a simulator whose last step failed.
 SimulationResult run_simulation(Simulator& simulator, const RunOptions& options, SampleSink* sink = nullptr,
                                 const ProgressCallback& progress = {});
+
+/// RunOptions::choose_step in words: the steps tried and why each was left, and the step kept
+/// ("" when the first run was kept and no smaller step was advised).
+std::string describe_step_choice(const SimulationResult& result);
 
 /// Throws SimulationError naming the first body whose state is not finite.
 void check_finite(const Model& model, const Snapshot& snapshot);

@@ -95,6 +95,9 @@ class Simulator {
   /// Back to the model's initial state at t = 0: inputs zeroed (the load function stays), a
   /// failure forgotten, statistics from zero.
   void reset();
+  /// reset(), with the formulation made anew with `settings` (another step or tolerance). Throws
+  /// std::invalid_argument for a bad setting, and then changes nothing.
+  void reset(const FormulationSettings& settings);
   /// One step of the formulation (Formulation::step: dt for fixed-step methods, ali3 and the
   /// implicit integrators; one adaptive step otherwise). Returns the time reached.
   double step();

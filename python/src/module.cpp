@@ -246,6 +246,15 @@ struct RecordedRun : SampleSink {
     qd->insert(qd->end(), qd_now.data(), qd_now.data() + qd_now.size());
   }
 
+  /// A run made again from its start (RunOptions::choose_step): every sample forgotten.
+  bool restart() override {
+    for (const Buffer& b : {t, poses, twists, accelerations, reactions, q, qd}) b->clear();
+    metrics.clear(), stats.clear(), driver_efforts.clear(), extra_power.clear();
+    with_reactions = false;
+    reference.setZero();
+    return true;
+  }
+
   /// Sample s as the writer's Snapshot.
   Snapshot snapshot(std::size_t s) const {
     Snapshot snap;
@@ -426,7 +435,7 @@ void set_estimate(const py::handle& value, bool& estimate_error, bool& verify) {
 
 std::shared_ptr<RecordedRun> simulate(const std::shared_ptr<Model>& model, const std::string& formulation, double t_end,
                                       double dt, int sample_every, const py::dict& options, const py::dict& checks,
-                                      const py::object& estimate_error) {
+                                      const py::object& estimate_error, bool choose_step) {
   if (!model) throw std::invalid_argument("simulate: no model");
   FormulationSettings settings = settings_of(formulation, options);
   if (!options.contains("dt")) settings.dt = dt;
@@ -437,6 +446,7 @@ std::shared_ptr<RecordedRun> simulate(const std::shared_ptr<Model>& model, const
   ro.dt = dt;
   ro.sample_every = sample_every;
   set_estimate(estimate_error, ro.estimate_error, ro.verify);
+  ro.choose_step = choose_step && !options.contains("dt");
   for (const auto& [key, value] : checks) {  // the self-judgement's thresholds, as the CLI's --check-*
     const auto name = py::cast<std::string>(key);
     const double x = py::cast<double>(value);
@@ -759,7 +769,7 @@ PYBIND11_MODULE(_treedyn, m) {
            "one step of the formulation; returns the time reached")
       .def("advance_to", [](Simulator& s, double t) { stepping([&] { s.advance_to(t); }, true); }, py::arg("t"),
            "advances to t (the GIL released meanwhile)")
-      .def("reset", &Simulator::reset)
+      .def("reset", [](Simulator& s) { s.reset(); })
       .def_property_readonly("failed", &Simulator::failed)
       .def_property_readonly("failure", &Simulator::failure)
       .def_property_readonly("q", [](const Simulator& s) { return vector_array(s.q()); })
@@ -841,7 +851,8 @@ PYBIND11_MODULE(_treedyn, m) {
       .def("summary_json", [](const RecordedRun& r) { return summary_json(*r.model, r.result); })
       .def("save", &RecordedRun::save, py::arg("directory"));
   m.def("_simulate", &simulate, py::arg("model"), py::arg("formulation"), py::arg("t_end"), py::arg("dt"),
-        py::arg("sample_every"), py::arg("options"), py::arg("checks") = py::dict(), py::arg("estimate_error") = py::none());
+        py::arg("sample_every"), py::arg("options"), py::arg("checks") = py::dict(), py::arg("estimate_error") = py::none(),
+        py::arg("choose_step") = false);
   m.def("_compare",
         [](const std::shared_ptr<Model>& model, const py::dict& o, const std::string& output) {
           CompareOptions options;

@@ -251,3 +251,19 @@ def test_estimate_error_compares_with_a_refined_run_and_judges_by_it(four_bar):
     rows = treedyn.compare(four_bar, ["ali3"], t_end=5.0, estimate_error=True, as_dataframe=False)
     assert rows[0]["converged"] == "yes" and 0 < rows[0]["error_estimate_m"] < 1e-2
     assert "error_estimate" not in treedyn.simulate(four_bar, "dca", t_end=0.5).summary
+
+
+def test_a_run_without_dt_takes_the_step_its_accuracy_needs(models_dir):
+    """Without dt, a fixed-step run beyond its accuracy at the model's step is run again at the
+    step its estimate advises (as the CLI without --dt): backward Euler on loop4 is 0.26 m off at
+    the file's 0.01 s. With dt given, the step is the caller's: a warning that advises it."""
+    loop4 = treedyn.load_model(str(models_dir / "loop4.json"))
+    chosen = treedyn.simulate(loop4, "fully-implicit")
+    choice = chosen.summary["step_choice"]
+    assert chosen.status == "ok", chosen.message
+    assert choice["tries"][0]["step"] == 0.01 and choice["tries"][0]["error_estimate"] > choice["tries"][0]["threshold"]
+    assert 0.01 / choice["step"] == pytest.approx(round(0.01 / choice["step"]))  # a whole fraction of it
+    assert len(chosen.t) == 1001 and chosen.t[-1] == pytest.approx(10.0)  # the kept run's samples only
+    given = treedyn.simulate(loop4, "fully-implicit", dt=0.01)
+    assert given.status == "warning" and "a step of about" in given.message
+    assert "step_choice" not in given.summary

@@ -341,6 +341,9 @@ def simulate(
     --estimate-error). By default (None) fixed-step runs (ali3, half- and fully-implicit, euler,
     rk4, symplectic-euler), which control no error of their own, get one anyway, as do runs from
     where they come near a singular position; False: none at all (--no-estimate-error).
+    Without dt, a fixed-step run whose estimate fails the accuracy check with a step that would
+    meet it is run again from its start at that step, as the CLI does without --dt
+    (summary["step_choice"] lists the steps tried).
 
     Raises ModelError for a bad model, SimulationFailed (with .time and the partial .result) when
     the run fails, Interrupted (a KeyboardInterrupt, with .result) on Ctrl-C. The GIL is released
@@ -351,6 +354,7 @@ def simulate(
     defaults = model.defaults
     formulation = formulation or defaults["formulation"] or "reference"
     t_end = float(t_end if t_end is not None else (defaults["t_end"] if defaults["t_end"] is not None else 10.0))
+    choose_step = dt is None  # the model's step: a fixed-step run may take a smaller one, as the CLI's
     dt = float(dt if dt is not None else (defaults["dt"] if defaults["dt"] is not None else 0.01))
     if not (math.isfinite(t_end) and t_end >= 0.0):
         raise ValueError(f"simulate: t_end must be a finite time, not before 0, got {t_end}")
@@ -359,7 +363,7 @@ def simulate(
     if not isinstance(sample_every, int) or sample_every < 1:
         raise ValueError(f"simulate: sample_every must be a positive whole number, got {sample_every!r}")
     run = _treedyn._simulate(model, formulation, t_end, dt, sample_every, options, dict(checks or {}),
-                             None if estimate_error is None else bool(estimate_error))
+                             None if estimate_error is None else bool(estimate_error), choose_step)
     result = _result_of(run)
     if output is not None:
         result.save(output)

@@ -399,6 +399,7 @@ int simulate(const SimulateArgs& a) {
   run.judge = a.judge;
   run.estimate_error = a.estimate_error;
   run.verify = !a.no_estimate_error;
+  run.choose_step = std::isnan(a.dt);  // the model's step: a fixed-step run may take a smaller one
   const auto stepping = std::chrono::steady_clock::now();
   SimulationResult r;
   {
@@ -439,6 +440,8 @@ int simulate(const SimulateArgs& a) {
                   sci(e.energy).c_str(), e.note.empty() ? "" : "; ", e.note.c_str());
     else if (!e.note.empty())
       std::printf("  error estimate %s\n", e.note.c_str());
+    if (const std::string choice = describe_step_choice(r); !choice.empty())
+      std::printf("  step chosen (no --dt given): %s\n", choice.c_str());
     const char* ext = a.format == "npy" ? "npy" : "csv";
     std::printf("  results: %s/{trajectory.%s, metrics.%s, joints.%s, summary.json}: %ld rows\n", out_dir.c_str(), ext, ext, ext,
                 writer.rows_written());

@@ -30,6 +30,10 @@ class DeviationSink : public SampleSink {
     for (std::size_t i = 0; i < s.bodies.size(); ++i) d = std::max(d, (s.bodies[i].r - r_ref[i]).norm());
     history.emplace_back(*it, d);
   }
+  bool restart() override {
+    history.clear();
+    return true;
+  }
   std::vector<std::pair<double, double>> history;  // (reference sample time, largest body distance)
 
  private:
@@ -42,6 +46,12 @@ struct Tee : SampleSink {
   void write(const Snapshot& s, const MetricsSample& m, const SolverStats& st) override {
     for (SampleSink* k : sinks)
       if (k) k->write(s, m, st);
+  }
+  bool restart() override {  // all or none: each sink restarts (none of these refuses)
+    bool all = true;
+    for (SampleSink* k : sinks)
+      if (k) all = k->restart() && all;
+    return all;
   }
 };
 
@@ -89,6 +99,8 @@ CompareRow run_row(const std::shared_ptr<const Model>& model_ptr, const std::str
   Tee tee;
   tee.sinks = {writer.get(), record, deviation.get()};
   row.result = run_simulation(*simulator, run, &tee);
+  if (!row.result.step_tries.empty())  // RunOptions::choose_step took a smaller step than suggested
+    row.settings = describe_settings(name, simulator->settings()) + " (chosen: " + describe_step_choice(row.result) + ")";
   if (writer) writer->finish(row.result);
   row.status = row.result.status;
   row.message = row.result.message;
@@ -200,6 +212,7 @@ CompareReport compare_formulations(const std::shared_ptr<const Model>& model_ptr
   RunOptions run{report.t_end, report.sample_interval, 1, options.stop, {}};
   run.estimate_error = options.estimate_error;
   run.verify = options.verify;
+  run.choose_step = !options.dt;  // the model's step (or the papers'), not the caller's
 
   compare_detail::PositionTrack reference;
   const bool with_reference = model.body_count() <= options.reference_max_bodies;

@@ -17,6 +17,11 @@ struct PositionTrack : SampleSink {
     auto& positions = r.emplace_back(s.bodies.size());
     for (std::size_t i = 0; i < s.bodies.size(); ++i) positions[i] = s.bodies[i].r;
   }
+  bool restart() override {
+    t.clear();
+    r.clear();
+    return true;
+  }
 };
 
 /// Runs one formulation with suggested_settings: its row, with the largest body distance from

@@ -162,6 +162,20 @@ void ResultWriter::close_files() {
   }
 }
 
+bool ResultWriter::restart() {
+  close_files();
+  for (Output& o : out_) {
+    o.file = open_file(o.path);
+    o.good = 0;
+    o.columns.clear();
+    o.row.clear();
+  }
+  headers_written_ = false;
+  received_ = rows_ = 0;
+  held_.reset();
+  return true;
+}
+
 void ResultWriter::write_headers(bool with_reactions, bool with_efforts) {
   auto add = [](Output& o, const std::string& name, const std::string& unit) { o.columns.push_back(column(name, unit)); };
   Output& trajectory = out_[0];
@@ -358,6 +372,14 @@ std::string summary_json(const Model& model, const SimulationResult& r) {
                            {"coordinate", e.coordinate}, {"energy", e.energy}, {"t_from", e.t_from},
                            {"t_compared", e.t_compared}};
     if (!e.note.empty()) j["error_estimate"]["note"] = e.note;
+  }
+  if (r.step > 0.0 && (!r.step_tries.empty() || !r.step_note.empty())) {  // RunOptions::choose_step
+    nlohmann::ordered_json tries = nlohmann::ordered_json::array();
+    for (const SimulationResult::StepTry& s : r.step_tries)
+      tries.push_back({{"step", s.step}, {"error_estimate", s.error}, {"threshold", s.threshold},
+                       {"wall_seconds", s.wall_seconds}, {"steps", s.steps}});
+    j["step_choice"] = {{"step", r.step}, {"tries", tries}};
+    if (!r.step_note.empty()) j["step_choice"]["note"] = r.step_note;
   }
   if (!r.stage_seconds.empty()) j["stage_seconds"] = r.stage_seconds;
   if (!r.diagnostics.empty()) j["diagnostics"] = r.diagnostics;

@@ -141,6 +141,13 @@ std::vector<std::string> Simulator::warnings() const {
   return out;
 }
 
+void Simulator::reset(const FormulationSettings& settings) {
+  std::unique_ptr<Formulation> made = make_formulation(formulation_name_, model_, settings, inputs_);
+  formulation_ = std::move(made);
+  settings_ = settings;
+  reset();
+}
+
 SolverStats Simulator::stats() const {
   const SolverStats now = formulation_->stats(), base = stats_at_reset_;
   return {now.steps - base.steps, now.rhs_evaluations - base.rhs_evaluations,

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "support.hpp"
+#include "treedyn/errors.hpp"
 #include "treedyn/formulations.hpp"
 #include "treedyn/model_builder.hpp"
 #include "treedyn/model_json.hpp"
@@ -442,18 +443,35 @@ TEST(Simulation, ALoopFarFromSingularPositionsRunsAloneAndAnUncheckablePassageIs
   EXPECT_NE(p.message.find("no refined run could check it (not made: the run has inputs"), std::string::npos) << p.message;
 }
 
+namespace {
+
+/// The cases of the advice and step-choice tests: fixed-step runs beyond the accuracy check at the
+/// model files' step, 0.01 s, over 10 s.
+const std::pair<const char*, const char*> kBeyondAccuracy[] = {{"spatial_double_pendulum", "half-implicit"},
+                                                               {"loop4", "fully-implicit"}};
+RunOptions ten_seconds() {
+  RunOptions run;
+  run.t_end = 10.0;
+  run.dt = 0.01;
+  return run;
+}
+FormulationSettings step_of_the_files() {
+  FormulationSettings s;
+  s.dt = 0.01;
+  return s;
+}
+
+}  // namespace
+
 // Issue 24: failure advice that works. A fixed-step run beyond the accuracy check names the step
 // that would meet it (from its Richardson-scaled estimate and its order, aiming at half the
 // threshold); rerun at that step, each run is ok. Symplectic Euler on the spatial pendulum (2.0e-2
 // m against 1.7e-2 m at h = 0.01) and backward Euler on loop4 (0.26 m against 2.2e-2 m).
 TEST(Simulation, AFixedStepRunBeyondItsAccuracyNamesAStepThatMeetsIt) {
-  for (const auto& [name, formulation] : {std::pair{"spatial_double_pendulum", "half-implicit"}, {"loop4", "fully-implicit"}}) {
+  for (const auto& [name, formulation] : kBeyondAccuracy) {
     const ModelPtr model = share(read_model_file(test::model_path(name)));
-    RunOptions run;
-    run.t_end = 10.0;
-    run.dt = 0.01;
-    FormulationSettings s;
-    s.dt = 0.01;
+    const RunOptions run = ten_seconds();
+    FormulationSettings s = step_of_the_files();
     Simulator coarse(model, formulation, s);
     const SimulationResult r = run_simulation(coarse, run);
     ASSERT_EQ(r.status, "warning") << name;
@@ -467,6 +485,63 @@ TEST(Simulation, AFixedStepRunBeyondItsAccuracyNamesAStepThatMeetsIt) {
     const SimulationResult advised = run_simulation(fine, run);
     EXPECT_EQ(advised.status, "ok") << name << " at the advised step " << step << ": " << advised.message;
   }
+}
+
+// RunOptions::choose_step (the CLI without --dt): the same runs, given the model's step, are made
+// again at the advised step rounded down to a whole fraction of it, and end ok; the sink holds the
+// kept run's samples only, the same numbers as a run made at that step from the start, and the
+// result lists the run it replaced.
+TEST(Simulation, ARunLeftToChooseItsStepRunsAgainAtTheAdvisedStepAndIsOk) {
+  for (const auto& [name, formulation] : kBeyondAccuracy) {
+    const ModelPtr model = share(read_model_file(test::model_path(name)));
+    RunOptions run = ten_seconds();
+    run.choose_step = true;
+    FormulationSettings s = step_of_the_files();
+    Simulator sim(model, formulation, s);
+    Recording samples;
+    const SimulationResult r = run_simulation(sim, run, &samples);
+    EXPECT_EQ(r.status, "ok") << name << ": " << r.message;
+    ASSERT_EQ(r.step_tries.size(), 1u) << name << ": " << describe_step_choice(r);
+    EXPECT_EQ(r.step_tries[0].step, 0.01);
+    EXPECT_GT(r.step_tries[0].error, r.step_tries[0].threshold);
+    const double n = 0.01 / r.step;  // a whole fraction of the step before
+    EXPECT_NEAR(n, std::round(n), 1e-9) << r.step;
+    EXPECT_EQ(sim.settings().dt, r.step);
+    EXPECT_NE(describe_step_choice(r).find("run again from the start at " + sci(r.step) + " s"), std::string::npos)
+        << describe_step_choice(r);
+    ASSERT_EQ(samples.snapshots.size(), 1001u) << name << ": the first run's samples are forgotten";
+    s.dt = r.step;  // the same run made at that step from the start
+    Simulator direct(model, formulation, s);
+    RunOptions plain = run;
+    plain.choose_step = false;
+    Recording expected;
+    run_simulation(direct, plain, &expected);
+    for (std::size_t k = 0; k < samples.snapshots.size(); k += 100)
+      for (std::size_t i = 0; i < samples.snapshots[k].bodies.size(); ++i)
+        EXPECT_EQ(samples.snapshots[k].bodies[i].r, expected.snapshots[k].bodies[i].r) << name << ", sample " << k;
+  }
+}
+
+// A smaller step than kSmallestStepFraction of the first is advised, not run; a sink that cannot
+// restart (here: none) keeps the run as it was, and the result says why.
+TEST(Simulation, AStepChoiceThatCannotBeRunIsSaidNotRun) {
+  const ModelPtr model = share(read_model_file(test::model_path("spatial_double_pendulum")));
+  RunOptions run = ten_seconds();
+  run.choose_step = true;
+  const FormulationSettings s = step_of_the_files();
+  Simulator sim(model, "half-implicit", s);
+  const SimulationResult r = run_simulation(sim, run);  // no sink
+  EXPECT_EQ(r.status, "warning");
+  EXPECT_TRUE(r.step_tries.empty());
+  EXPECT_NE(r.step_note.find("cannot be written again"), std::string::npos) << r.step_note;
+  run.judge.accuracy = 1e-9;  // a step below a thousandth of 0.01 s would be needed
+  Simulator strict(model, "half-implicit", s);
+  Recording samples;
+  const SimulationResult tight = run_simulation(strict, run, &samples);
+  EXPECT_EQ(tight.status, "warning");
+  EXPECT_TRUE(tight.step_tries.empty());
+  EXPECT_NE(tight.step_note.find("it is not tried automatically"), std::string::npos) << tight.step_note;
+  EXPECT_EQ(tight.step, 0.01);
 }
 
 // A refined companion that grinds is stopped, not waited for: hdca's at 1e-8 through the
