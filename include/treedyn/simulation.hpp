@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -188,6 +189,24 @@ using ProgressCallback = std::function<void(double t, double t_end)>;
 /// std::logic_error for a simulator whose last step failed.
 SimulationResult run_simulation(Simulator& simulator, const RunOptions& options, SampleSink* sink = nullptr,
                                 const ProgressCallback& progress = {});
+
+/// The judgement of a simulator's state at its time, for a loop that steps it itself (a whole run
+/// judges itself: run_simulation): the checks a state answers alone, with JudgementOptions'
+/// thresholds and scales — the largest position and velocity constraint errors against the
+/// model's length and speed, the Euler parameters' norms — and, given `energy0` (the total energy
+/// where the loop started, Simulator::energy().total), the energy's drift since then against the
+/// model's energy scale (the largest of the kinetic energy now and gravity's work over the model's
+/// length): meaningful only while nothing non-conservative acts, which the caller knows. A
+/// simulator whose last step failed is "failed", with its failure. The accuracy a run cannot
+/// measure on itself (ErrorEstimate) is not among them.
+struct StateCheck {
+  std::string status = "ok";  // "ok", "warning" (message: the reasons) or "failed"
+  std::string message;
+  Judgement judgement;
+  bool ok() const { return status == "ok"; }
+};
+StateCheck check_state(const Simulator& simulator, const JudgementOptions& options = {},
+                       std::optional<double> energy0 = std::nullopt);
 
 /// RunOptions::choose_step in words: the steps tried and why each was left, and the step kept
 /// ("" when the first run was kept and no smaller step was advised).

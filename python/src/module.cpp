@@ -433,6 +433,26 @@ void set_estimate(const py::handle& value, bool& estimate_error, bool& verify) {
   estimate_error = verify = py::cast<bool>(value);
 }
 
+/// The self-judgement's thresholds from Python's `checks`, as the CLI's --check-*.
+JudgementOptions judgement_options(const py::dict& checks) {
+  JudgementOptions o;
+  for (const auto& [key, value] : checks) {
+    const auto name = py::cast<std::string>(key);
+    const double x = py::cast<double>(value);
+    if (!(x >= 0.0) || !std::isfinite(x))
+      throw std::invalid_argument("checks: " + name + " must be a finite number >= 0 (0: not checked), got " + sci(x));
+    if (name == "energy") o.energy = x;
+    else if (name == "position") o.position = x;
+    else if (name == "velocity") o.velocity = x;
+    else if (name == "quaternion") o.quaternion = x;
+    else if (name == "accuracy") o.accuracy = x;
+    else if (name == "branch") o.branch = x;
+    else throw std::invalid_argument("checks: no check named '" + name +
+                                     "' (energy, position, velocity, quaternion, accuracy, branch)");
+  }
+  return o;
+}
+
 std::shared_ptr<RecordedRun> simulate(const std::shared_ptr<Model>& model, const std::string& formulation, double t_end,
                                       double dt, int sample_every, const py::dict& options, const py::dict& checks,
                                       const py::object& estimate_error, bool choose_step) {
@@ -447,20 +467,7 @@ std::shared_ptr<RecordedRun> simulate(const std::shared_ptr<Model>& model, const
   ro.sample_every = sample_every;
   set_estimate(estimate_error, ro.estimate_error, ro.verify);
   ro.choose_step = choose_step && !options.contains("dt");
-  for (const auto& [key, value] : checks) {  // the self-judgement's thresholds, as the CLI's --check-*
-    const auto name = py::cast<std::string>(key);
-    const double x = py::cast<double>(value);
-    if (!(x >= 0.0) || !std::isfinite(x))
-      throw std::invalid_argument("checks: " + name + " must be a finite number >= 0 (0: not checked), got " + sci(x));
-    if (name == "energy") ro.judge.energy = x;
-    else if (name == "position") ro.judge.position = x;
-    else if (name == "velocity") ro.judge.velocity = x;
-    else if (name == "quaternion") ro.judge.quaternion = x;
-    else if (name == "accuracy") ro.judge.accuracy = x;
-    else if (name == "branch") ro.judge.branch = x;
-    else throw std::invalid_argument("checks: no check named '" + name +
-                                     "' (energy, position, velocity, quaternion, accuracy, branch)");
-  }
+  ro.judge = judgement_options(checks);
   run->reserve(static_cast<std::size_t>(std::clamp(std::ceil(t_end / (dt * sample_every)), 0.0, double(1 << 20))) + 2);
   InterruptCheck check;
   ro.stop = [&check] { return check(); };
@@ -842,7 +849,23 @@ PYBIND11_MODULE(_treedyn, m) {
         return py::dict(py::arg("position") = e.position, py::arg("velocity") = e.velocity, py::arg("acceleration") = e.acceleration);
       })
       .def_property_readonly("stats", [](const Simulator& s) { return stats_of(s.stats()); })
-      .def_property_readonly("warnings", &Simulator::warnings);
+      .def_property_readonly("warnings", &Simulator::warnings)
+      .def(
+          "check",
+          [](const Simulator& s, const py::object& energy0, const py::dict& checks) {
+            const StateCheck c = check_state(s, judgement_options(checks),
+                                             energy0.is_none() ? std::nullopt : std::optional<double>(py::cast<double>(energy0)));
+            py::list list;
+            for (const Judgement::Check& k : c.judgement.checks)
+              list.append(py::dict(py::arg("name") = k.name, py::arg("value") = k.value, py::arg("threshold") = k.threshold,
+                                   py::arg("passed") = k.passed, py::arg("note") = k.note));
+            return py::dict(py::arg("status") = c.status, py::arg("message") = c.message, py::arg("checks") = list,
+                            py::arg("length") = c.judgement.length, py::arg("speed") = c.judgement.speed,
+                            py::arg("energy_range") = c.judgement.energy_range);
+          },
+          py::arg("energy0") = py::none(), py::arg("checks") = py::dict(),
+          "judges the state now as a whole run judges its samples (constraint errors, Euler-parameter norms; the energy's "
+          "drift since energy0 when given): {'status': 'ok'|'warning'|'failed', 'message', 'checks', scales}");
 
   // Whole runs and comparisons -------------------------------------------------------------------
   py::class_<RecordedRun, std::shared_ptr<RecordedRun>>(m, "_RecordedRun")

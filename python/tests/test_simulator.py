@@ -217,3 +217,22 @@ def test_simulators_sharing_a_model_run_on_python_threads(double_pendulum):
         t.join()
     for poses in out:
         np.testing.assert_array_equal(poses, alone[0])
+
+
+def test_a_stepping_loop_judges_its_state(four_bar):
+    """Simulator.check judges the state now as a whole run judges its samples: ok after a second
+    of ali3, a warning naming the check for an energy far from energy0 or a stricter threshold."""
+    sim = treedyn.Simulator(four_bar, "ali3", dt=0.01)
+    energy0 = sim.energy["total"]
+    for _ in range(100):
+        sim.step()
+    ok = sim.check(energy0)
+    assert ok["status"] == "ok", ok["message"]
+    assert [c["name"] for c in ok["checks"]] == ["energy", "position", "velocity", "quaternion"]
+    assert ok["checks"][1]["value"] == sim.constraint_errors["position"]
+    drifted = sim.check(energy0 + 1e3)
+    assert drifted["status"] == "warning" and "energy drift since energy0" in drifted["message"]
+    strict = sim.check(checks={"velocity": 1e-30})
+    assert strict["status"] == "warning" and "velocity constraint error" in strict["message"]
+    with pytest.raises(ValueError, match="no check named 'speed'"):
+        sim.check(checks={"speed": 1.0})

@@ -75,6 +75,11 @@ std::string companion_impossible(const Simulator& sim, double t0) {
   return {};
 }
 
+/// What the notes call a companion of `formulation` beside `sim`.
+std::string companion_name(const Simulator& sim, const std::string& formulation) {
+  return formulation == sim.formulation_name() ? "the refined run" : "the companion run (" + formulation + ")";
+}
+
 /// The companion `formulation` with settings `s`, from the run's own start; nullptr (and the
 /// reason in the note) if it cannot start.
 std::unique_ptr<Simulator> start_companion(const Simulator& sim, const std::string& formulation, const FormulationSettings& s,
@@ -86,7 +91,7 @@ std::unique_ptr<Simulator> start_companion(const Simulator& sim, const std::stri
     return companion;
   } catch (const std::exception& x) {  // the companion cannot start: the run itself goes on
     e.refinement.clear();
-    e.note = std::string("not made: the refined run cannot start (") + x.what() + ")";
+    e.note = "not made: " + companion_name(sim, formulation) + " cannot start (" + x.what() + ")";
     return nullptr;
   }
 }
@@ -209,7 +214,8 @@ void compare_with_companion(const Simulator& sim, double energy, double step_rat
   try {
     if (sim.time() > companion->time()) companion->advance_to(sim.time());
   } catch (const std::exception& x) {
-    e.note = "the refined run failed (" + std::string(x.what()) + "); compared up to t = " + sci(e.t_compared) + " s";
+    e.note = companion_name(sim, companion->formulation_name()) + " failed (" + std::string(x.what()) +
+             "); compared up to t = " + sci(e.t_compared) + " s";
     companion.reset();
     return;
   }
@@ -220,7 +226,7 @@ void compare_with_companion(const Simulator& sim, double energy, double step_rat
   if (static_cast<double>(companion->stats().steps) > budget) {
     char ratio[32];
     std::snprintf(ratio, sizeof ratio, "%g", step_ratio);
-    e.note = "the refined run stopped at t = " + sci(companion->time()) + " s, having taken " +
+    e.note = companion_name(sim, companion->formulation_name()) + " stopped at t = " + sci(companion->time()) + " s, having taken " +
              std::to_string(companion->stats().steps) + " steps, more than " + ratio +
              " times the run's " + std::to_string(sim.stats().steps) + " (stiff or singular there); compared up to t = " +
              sci(e.t_compared) + " s";
@@ -236,10 +242,7 @@ void compare_with_companion(const Simulator& sim, double energy, double step_rat
   e.t_compared = sim.time();
 }
 
-/// What would meet the accuracy check that `e` failed (threshold: its bound, m). A run whose
-/// estimate was started by a singular position depends on how it passes it, which a smaller
-/// step or tolerance does not settle; otherwise the error scales as h^p (fixed step) or as the
-/// tolerance (adaptive), and half the threshold is aimed at.
+/// The estimate was started by a passage near a singular position of the loops (passage_companion).
 bool started_by_singular_position(const ErrorEstimate& e) { return e.reason.find("singular position") != std::string::npos; }
 
 /// The step (fixed step) or tolerance (adaptive) that would leave half of `threshold`.
@@ -248,6 +251,10 @@ double advised_setting(const ErrorEstimate& e, double threshold) {
   return e.order > 0 ? e.setting * std::pow(shrink, 1.0 / e.order) : e.setting * shrink;
 }
 
+/// What would meet the accuracy check that `e` failed (threshold: its bound, m). A run whose
+/// estimate was started by a singular position depends on how it passes it, which a smaller
+/// step or tolerance does not settle; otherwise the error scales as h^p (fixed step) or as the
+/// tolerance (adaptive), and half the threshold is aimed at.
 std::string accuracy_advice(const ErrorEstimate& e, double threshold) {
   if (started_by_singular_position(e))
     return "the answer depends on how the run passes the singular position; ali3 and the reference formulation pass "
@@ -262,8 +269,8 @@ std::string accuracy_advice(const ErrorEstimate& e, double threshold) {
 /// it from there on (the accuracy check judges that), and fails when none could be made.
 void judge_branch(const JudgementOptions& options, const BranchWatch& branch, const ErrorEstimate& e, SimulationResult& r) {
   if (!(options.branch > 0.0) || (!branch.watching() && branch.note().empty())) return;  // no loops
-  Judgement::Check c{"branch", static_cast<double>(branch.passages()), options.branch, true, branch.note()};
-  if (branch.watching()) c.value = branch.smallest();
+  // the smallest conditioning seen; unknown when the model is not watched (0 would read as singular)
+  Judgement::Check c{"branch", branch.watching() ? branch.smallest() : std::nan(""), options.branch, true, branch.note()};
   if (branch.passages() > 0) {
     if (e.made()) {
       c.note = branch.describe() + "; the error estimate's companion checked it (the accuracy check)";
@@ -279,41 +286,62 @@ void judge_branch(const JudgementOptions& options, const BranchWatch& branch, co
 
 /// Judges a completed run against options (Judgement): its status becomes "warning", with the
 /// reasons, when a check fails.
-void judge(const Model& model, const JudgementOptions& options, double kinetic_max, double potential_range,
-           double quaternion_error, bool nonconservative, const BranchWatch& branch, SimulationResult& r) {
-  Judgement& j = r.judgement;
+/// The scales a judgement is made against: the model's length, and its energy range (at least
+/// `kinetic_max` and `potential_range`, and gravity's work over the length, which bounds it from
+/// the model when the samples are few) and the speed it gives.
+void set_scales(const Model& model, double kinetic_max, double potential_range, Judgement& j) {
   double mass = 0.0;
   for (const Body& b : model.bodies) mass += b.mass;
   j.length = characteristic_length(model);
-  // The samples alone can miss the range (a run sampled only at its ends): gravity's work over
-  // the model's length bounds it from the model too.
   j.energy_range = std::max({kinetic_max, potential_range, mass * model.gravity.norm() * j.length});
   j.speed = mass > 0.0 ? std::sqrt(2.0 * j.energy_range / mass) : 0.0;
-  // A check: `value` against `relative` times `scale` (its name says which); 0 switches it off.
-  auto check = [&](const char* name, double value, double relative, double scale, const char* scale_name,
-                   const char* unit, const char* what) {
-    Judgement::Check c{name, value, relative * scale, true, ""};
-    if (relative > 0.0 && std::isnan(value)) c.note = std::string(what) + " unknown";
-    else if (relative > 0.0 && std::string(name) == "energy" && nonconservative)
-      c.note = "not judged: the work of non-conservative loads and drivers is integrated over the samples (trapezoidal "
-               "rule), too coarsely to judge the drift by at any sampling";
-    else if (relative > 0.0 && !(scale > 0.0)) c.note = std::string("no ") + scale_name + " to judge it by";
-    else if (relative > 0.0) c.passed = value <= c.threshold;
-    if (!c.passed)
-      r.message += std::string(r.message.empty() ? "" : "; ") + what + " " + sci(value) + unit + " exceeds " +
-                   sci(relative) + " of the " + scale_name + " " + sci(scale) + unit + " (--check-" + name + ")";
-    j.checks.push_back(c);
-  };
-  check("energy", r.energy_drift_max, options.energy, j.energy_range, "energy range", " J", "energy drift");
-  check("position", r.constraint_error_max.position, options.position, j.length, "characteristic length", " m",
-        "position constraint error");
-  check("velocity", r.constraint_error_max.velocity, options.velocity, j.speed, "characteristic speed", " m/s",
-        "velocity constraint error");
-  check("quaternion", quaternion_error, options.quaternion, 1.0, "unit norm", "", "Euler-parameter norm error");
+}
+
+/// A check: `value` against `relative` times `scale` (its name says which); 0 switches it off.
+/// A failure adds its reason to `message`. `not_judged`: why it cannot be judged (empty: it can).
+void add_check(Judgement& j, std::string& message, const char* name, double value, double relative, double scale,
+               const char* scale_name, const char* unit, const std::string& what, const std::string& not_judged = {}) {
+  Judgement::Check c{name, value, relative * scale, true, ""};
+  if (relative > 0.0 && std::isnan(value)) c.note = what + " unknown";
+  else if (relative > 0.0 && !not_judged.empty()) c.note = not_judged;
+  else if (relative > 0.0 && !(scale > 0.0)) c.note = std::string("no ") + scale_name + " to judge it by";
+  else if (relative > 0.0) c.passed = value <= c.threshold;
+  if (!c.passed)
+    message += std::string(message.empty() ? "" : "; ") + what + " " + sci(value) + unit + " exceeds " + sci(relative) +
+               " of the " + scale_name + " " + sci(scale) + unit + " (--check-" + name + ")";
+  j.checks.push_back(c);
+}
+
+/// The checks a state answers on its own: constraint errors at position and velocity level and
+/// the Euler parameters' norms, each a largest value.
+void add_state_checks(const JudgementOptions& options, const ConstraintErrors& largest, double quaternion_error,
+                      Judgement& j, std::string& message) {
+  add_check(j, message, "position", largest.position, options.position, j.length, "characteristic length", " m",
+            "position constraint error");
+  add_check(j, message, "velocity", largest.velocity, options.velocity, j.speed, "characteristic speed", " m/s",
+            "velocity constraint error");
+  add_check(j, message, "quaternion", quaternion_error, options.quaternion, 1.0, "unit norm", "", "Euler-parameter norm error");
+}
+
+double largest_quaternion_error(const SystemState& bodies) {
+  double e = 0.0;
+  for (const BodyState& b : bodies) e = std::max(e, std::abs(b.q.norm() - 1.0));
+  return e;
+}
+
+void judge(const Model& model, const JudgementOptions& options, double kinetic_max, double potential_range,
+           double quaternion_error, bool nonconservative, const BranchWatch& branch, SimulationResult& r) {
+  Judgement& j = r.judgement;
+  set_scales(model, kinetic_max, potential_range, j);
+  add_check(j, r.message, "energy", r.energy_drift_max, options.energy, j.energy_range, "energy range", " J", "energy drift",
+            nonconservative ? "not judged: the work of non-conservative loads and drivers is integrated over the samples "
+                              "(trapezoidal rule), too coarsely to judge the drift by at any sampling"
+                            : "");
+  add_state_checks(options, r.constraint_error_max, quaternion_error, j, r.message);
   const ErrorEstimate& e = r.error_estimate;
   if (e.made()) {
-    check("accuracy", e.position, options.accuracy, j.length, "characteristic length", " m",
-          ("error estimate (body positions with " + e.refinement + ")").c_str());
+    add_check(j, r.message, "accuracy", e.position, options.accuracy, j.length, "characteristic length", " m",
+              "error estimate (body positions with " + e.refinement + ")");
     if (!j.checks.back().passed) r.message += ": " + accuracy_advice(e, j.checks.back().threshold);
     if (!e.note.empty()) {  // the companion failed where the run did not: its answer is not settled
       j.checks.push_back({"accuracy-complete", e.t_compared, r.t_end, false, e.note});
@@ -377,7 +405,7 @@ SimulationResult run_once(Simulator& sim, const RunOptions& options, SampleSink*
     kinetic_max = std::max(kinetic_max, m.kinetic);
     work = std::max(work, std::abs(m.work_nonconservative));
     potential_min = std::min(potential_min, m.potential), potential_max = std::max(potential_max, m.potential);
-    for (const BodyState& b : snapshot.bodies) quaternion_error = std::max(quaternion_error, std::abs(b.q.norm() - 1.0));
+    quaternion_error = std::max(quaternion_error, largest_quaternion_error(snapshot.bodies));
     if (sink) sink->write(snapshot, m, sim.stats());
     ++result.samples;  // written (a sink that failed to write it has thrown)
     if (companion) compare_with_companion(sim, m.total, options.companion_step_ratio, companion, result.error_estimate);
@@ -522,6 +550,24 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
   }
   r.step_tries = std::move(tries);
   return r;
+}
+
+StateCheck check_state(const Simulator& sim, const JudgementOptions& options, std::optional<double> energy0) {
+  StateCheck s;
+  if (sim.failed()) {
+    s.status = "failed";
+    s.message = sim.failure();
+    return s;
+  }
+  const Energies e = sim.energy();
+  set_scales(sim.model(), e.kinetic, 0.0, s.judgement);
+  if (energy0)
+    add_check(s.judgement, s.message, "energy", std::abs(e.total - *energy0), options.energy, s.judgement.energy_range,
+              "energy range", " J", "energy drift since energy0");
+  add_state_checks(options, sim.constraint_errors(), largest_quaternion_error(sim.body_states()), s.judgement, s.message);
+  for (const Judgement::Check& c : s.judgement.checks)
+    if (!c.passed) s.status = "warning";
+  return s;
 }
 
 }  // namespace treedyn

@@ -12,6 +12,7 @@
 #include "support.hpp"
 #include "treedyn/errors.hpp"
 #include "treedyn/formulations.hpp"
+#include "treedyn/generators.hpp"
 #include "treedyn/model_builder.hpp"
 #include "treedyn/model_json.hpp"
 #include "treedyn/result_writer.hpp"
@@ -365,11 +366,12 @@ TEST(Simulation, AnErrorEstimateBeyondTheAccuracyThresholdMakesAWarningAndInputs
 }
 
 namespace {
-const Judgement::Check* find_check(const SimulationResult& r, const std::string& name) {
-  for (const Judgement::Check& c : r.judgement.checks)
+const Judgement::Check* find_check(const Judgement& j, const std::string& name) {
+  for (const Judgement::Check& c : j.checks)
     if (c.name == name) return &c;
   return nullptr;
 }
+const Judgement::Check* find_check(const SimulationResult& r, const std::string& name) { return find_check(r.judgement, name); }
 }  // namespace
 
 // Issue 24: dca through the four-bar's aligned (singular) positions leaves its parallelogram
@@ -441,6 +443,15 @@ TEST(Simulation, ALoopFarFromSingularPositionsRunsAloneAndAnUncheckablePassageIs
   ASSERT_NE(find_check(p, "branch"), nullptr);
   EXPECT_FALSE(find_check(p, "branch")->passed);
   EXPECT_NE(p.message.find("no refined run could check it (not made: the run has inputs"), std::string::npos) << p.message;
+  // Loops on more bodies than the watch takes (a ladder of 40 four-bars, 81 bars): the check says
+  // so, and its value is unknown (NaN), not 0, which would read as a singular position.
+  Simulator ladder(share(make_ladder(40)), "dca");
+  run.t_end = 0.05;
+  const SimulationResult l = run_simulation(ladder, run);
+  ASSERT_NE(find_check(l, "branch"), nullptr);
+  EXPECT_TRUE(find_check(l, "branch")->passed);
+  EXPECT_TRUE(std::isnan(find_check(l, "branch")->value));
+  EXPECT_NE(find_check(l, "branch")->note.find("not watched: 81 bodies"), std::string::npos) << find_check(l, "branch")->note;
 }
 
 namespace {
@@ -574,4 +585,46 @@ TEST(Simulation, ACompanionThatTakesFarMoreStepsThanTheRunIsStoppedAndSaid) {
   } catch (const std::invalid_argument& x) {
     EXPECT_NE(std::string(x.what()).find("companion_step_ratio"), std::string::npos) << x.what();
   }
+}
+
+// Issue 24: a loop that steps a Simulator itself judges its state with check_state, by the same
+// checks, thresholds and scales as a whole run judges its samples (run_simulation); a stricter
+// threshold, an energy far from energy0 and a failed simulator each say so.
+TEST(Simulation, ASteppingLoopJudgesItsStateAsAWholeRunJudgesItsSamples) {
+  const ModelPtr model = share(read_model_file(test::model_path("four_bar")));
+  FormulationSettings s;
+  s.dt = 0.01;
+  Simulator sim(model, "ali3", s);
+  const double energy0 = sim.energy().total;
+  for (int k = 0; k < 100; ++k) sim.step();
+  const StateCheck ok = check_state(sim, {}, energy0);
+  EXPECT_EQ(ok.status, "ok") << ok.message;
+  ASSERT_EQ(ok.judgement.checks.size(), 4u);  // energy, position, velocity, quaternion
+  // The same run made whole, sampled at its end only: the same state, errors and length.
+  Simulator whole(model, "ali3", s);
+  RunOptions run;
+  run.t_end = 1.0;
+  run.dt = 1.0;
+  run.verify = false;
+  const SimulationResult r = run_simulation(whole, run);
+  EXPECT_EQ(ok.judgement.length, r.judgement.length);
+  EXPECT_EQ(find_check(ok.judgement, "position")->value, sim.constraint_errors().position);
+  EXPECT_EQ(find_check(ok.judgement, "position")->threshold, find_check(r, "position")->threshold);
+  EXPECT_NEAR(find_check(ok.judgement, "energy")->value, std::abs(sim.energy().total - energy0), 1e-12);
+  EXPECT_LE(find_check(ok.judgement, "velocity")->value, find_check(r, "velocity")->value);  // the run's is a largest over samples
+  JudgementOptions strict;
+  strict.velocity = 1e-30;  // ali3 keeps velocity constraints to round-off, not to nothing
+  const StateCheck tight = check_state(sim, strict);
+  EXPECT_EQ(tight.status, "warning");
+  EXPECT_NE(tight.message.find("velocity constraint error"), std::string::npos) << tight.message;
+  EXPECT_EQ(find_check(tight.judgement, "energy"), nullptr);  // no energy0: no energy check
+  const StateCheck drifted = check_state(sim, {}, energy0 + 1e3);
+  EXPECT_EQ(drifted.status, "warning");
+  EXPECT_NE(drifted.message.find("energy drift since energy0"), std::string::npos) << drifted.message;
+  // half-implicit's Newton iteration fails at the four-bar's aligned position at 7.11 s
+  Simulator failing(model, "half-implicit", s);
+  EXPECT_THROW(failing.advance_to(8.0), SimulationError);
+  const StateCheck failed = check_state(failing);
+  EXPECT_EQ(failed.status, "failed");
+  EXPECT_EQ(failed.message, failing.failure());
 }
