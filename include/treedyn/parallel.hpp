@@ -70,12 +70,14 @@ class RegionErrors {
 /// for the next stretch (kFirstStretch seconds; a choice a trial confirms doubles the stretch up
 /// to kLongestStretch, a changed one goes back to kFirstStretch), so a machine that becomes busy
 /// or idle is followed. A stretch on the threads is timed too: one slower than the last trial's
-/// epoch on one thread goes on on one thread without a trial (a short epoch can flatter threads). An epoch lasts at least kEpochSeconds and kEpochCalls passes, a whole
-/// number of kEpochCalls (formulations call passes of different sizes in cycles of up to six: an
-/// ali3 step makes five), and its first kWarmupCalls are not timed: after a switch the threads
-/// wake, caches refill, and the scheduler briefly favours threads that slept, which made two
-/// threads look faster than one on a busy machine in 60-pass epochs. The clock is read twice a pass (tens of nanoseconds against the passes' tens of microseconds and more). The
-/// same operations run on every node either way, so results do not depend on the choice.
+/// epoch on one thread goes on on one thread without a trial (a short epoch can flatter threads).
+/// An epoch lasts at least kEpochSeconds and kEpochCalls passes, a whole number of kEpochCalls
+/// (formulations call passes of different sizes in cycles of up to six: an ali3 step makes five),
+/// and its first kWarmupCalls are not timed: after a switch the threads wake, caches refill, and
+/// the scheduler briefly favours threads that slept, which made two threads look faster than one
+/// on a busy machine in 60-pass epochs. The clock is read twice a pass (tens of nanoseconds
+/// against the passes' tens of microseconds and more). The same operations run on every node
+/// either way, so results do not depend on the choice.
 class ThreadGovernor {
  public:
   static constexpr int kEpochCalls = 60;

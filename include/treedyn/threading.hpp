@@ -23,8 +23,9 @@ struct Threading {
   bool pin = false;
   /// Time the passes on the threads and on one thread while running, and use whichever is faster
   /// (ThreadGovernor, parallel.hpp): on a machine whose other cores are busy, threads wait for
-  /// each other at every barrier and two ran 4 times slower than one. Results do not depend on
-  /// the choice. Off: the passes always run on the threads (benchmarks of the threads themselves).
+  /// each other at every barrier (two ran 2.2-2.7 times slower than one on the development VM,
+  /// docs/benchmarks.md). Results do not depend on the choice. Off: the passes always run on the
+  /// threads (benchmarks of the threads themselves).
   bool fallback = true;
 };
 

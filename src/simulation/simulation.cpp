@@ -284,8 +284,6 @@ void judge_branch(const JudgementOptions& options, const BranchWatch& branch, co
   r.judgement.checks.push_back(c);
 }
 
-/// Judges a completed run against options (Judgement): its status becomes "warning", with the
-/// reasons, when a check fails.
 /// The scales a judgement is made against: the model's length, and its energy range (at least
 /// `kinetic_max` and `potential_range`, and gravity's work over the length, which bounds it from
 /// the model when the samples are few) and the speed it gives.
@@ -329,6 +327,14 @@ double largest_quaternion_error(const SystemState& bodies) {
   return e;
 }
 
+/// "warning" when a check of `j` failed, else `status` as it was.
+void warn_if_failed(const Judgement& j, std::string& status) {
+  for (const Judgement::Check& c : j.checks)
+    if (!c.passed) status = "warning";
+}
+
+/// Judges a completed run against options (Judgement): its status becomes "warning", with the
+/// reasons, when a check fails.
 void judge(const Model& model, const JudgementOptions& options, double kinetic_max, double potential_range,
            double quaternion_error, bool nonconservative, const BranchWatch& branch, SimulationResult& r) {
   Judgement& j = r.judgement;
@@ -349,12 +355,13 @@ void judge(const Model& model, const JudgementOptions& options, double kinetic_m
     }
   }
   judge_branch(options, branch, e, r);
-  for (const Judgement::Check& c : j.checks)
-    if (!c.passed) r.status = "warning";
+  warn_if_failed(j, r.status);
 }
 
-/// One run of `sim` from its time to options.t_end (run_simulation without the step's choice).
-SimulationResult run_once(Simulator& sim, const RunOptions& options, SampleSink* sink, const ProgressCallback& progress) {
+/// One run of `sim` from its time to options.t_end (run_simulation without the step's choice);
+/// `start`: the bodies' states at that time (where companions start).
+SimulationResult run_once(Simulator& sim, const RunOptions& options, const SystemState& start, SampleSink* sink,
+                          const ProgressCallback& progress) {
   using Clock = std::chrono::steady_clock;
   const Model& model = sim.model();
   const double t0 = sim.time();
@@ -379,7 +386,6 @@ SimulationResult run_once(Simulator& sim, const RunOptions& options, SampleSink*
   result.t_reached = t0;
   Metrics metrics(model, &sim.inputs());
   std::unique_ptr<Simulator> companion;  // the error estimate's refined run, beside this one
-  const SystemState start = sim.body_states();
   if (options.estimate_error || (options.verify && fixed_step(sim))) {
     companion = refined_companion(sim, t0, start, result.error_estimate);
     result.error_estimate.reason = options.estimate_error ? "asked" : "fixed step";
@@ -532,7 +538,7 @@ void restart_at_step(Simulator& sim, double step, const SystemState& start) {
 SimulationResult run_simulation(Simulator& sim, const RunOptions& options, SampleSink* sink,
                                 const ProgressCallback& progress) {
   const SystemState start = sim.body_states();
-  SimulationResult r = run_once(sim, options, sink, progress);
+  SimulationResult r = run_once(sim, options, start, sink, progress);
   if (!options.choose_step || !(r.step > 0.0)) return r;  // adaptive integrators choose their own
   const double first_step = r.step;
   std::vector<SimulationResult::StepTry> tries;
@@ -546,7 +552,7 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
     }
     tries.push_back({r.step, r.error_estimate.position, failed_accuracy(r)->threshold, r.wall_seconds, r.stats.steps});
     restart_at_step(sim, *step, start);
-    r = run_once(sim, options, sink, progress);
+    r = run_once(sim, options, start, sink, progress);
   }
   r.step_tries = std::move(tries);
   return r;
@@ -565,8 +571,7 @@ StateCheck check_state(const Simulator& sim, const JudgementOptions& options, st
     add_check(s.judgement, s.message, "energy", std::abs(e.total - *energy0), options.energy, s.judgement.energy_range,
               "energy range", " J", "energy drift since energy0");
   add_state_checks(options, sim.constraint_errors(), largest_quaternion_error(sim.body_states()), s.judgement, s.message);
-  for (const Judgement::Check& c : s.judgement.checks)
-    if (!c.passed) s.status = "warning";
+  warn_if_failed(s.judgement, s.status);
   return s;
 }
 
