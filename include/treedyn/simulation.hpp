@@ -198,7 +198,8 @@ SimulationResult run_simulation(Simulator& simulator, const RunOptions& options,
 /// model's energy scale (the largest of the kinetic energy now and gravity's work over the model's
 /// length): meaningful only while nothing non-conservative acts, which the caller knows. A
 /// simulator whose last step failed is "failed", with its failure. The accuracy a run cannot
-/// measure on itself (ErrorEstimate) is not among them.
+/// measure on itself (ErrorEstimate) is not among them. Throws std::invalid_argument for an
+/// energy0 that is not finite.
 struct StateCheck {
   std::string status = "ok";  // "ok", "warning" (message: the reasons) or "failed"
   std::string message;

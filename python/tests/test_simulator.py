@@ -234,5 +234,7 @@ def test_a_stepping_loop_judges_its_state(four_bar):
     assert drifted["status"] == "warning" and "energy drift since energy0" in drifted["message"]
     strict = sim.check(checks={"velocity": 1e-30})
     assert strict["status"] == "warning" and "velocity constraint error" in strict["message"]
+    with pytest.raises(ValueError, match="energy0 must be a finite energy"):
+        sim.check(float("nan"))
     with pytest.raises(ValueError, match="no check named 'speed'"):
         sim.check(checks={"speed": 1.0})

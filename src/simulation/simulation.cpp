@@ -559,6 +559,8 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
 }
 
 StateCheck check_state(const Simulator& sim, const JudgementOptions& options, std::optional<double> energy0) {
+  if (energy0 && !std::isfinite(*energy0))  // a NaN would make the energy check "unknown", and pass
+    throw std::invalid_argument("check_state: energy0 must be a finite energy (J), got " + sci(*energy0));
   StateCheck s;
   if (sim.failed()) {
     s.status = "failed";

@@ -618,6 +618,7 @@ TEST(Simulation, ASteppingLoopJudgesItsStateAsAWholeRunJudgesItsSamples) {
   EXPECT_EQ(tight.status, "warning");
   EXPECT_NE(tight.message.find("velocity constraint error"), std::string::npos) << tight.message;
   EXPECT_EQ(find_check(tight.judgement, "energy"), nullptr);  // no energy0: no energy check
+  EXPECT_THROW(check_state(sim, {}, std::nan("")), std::invalid_argument);  // would be "unknown", and pass
   const StateCheck drifted = check_state(sim, {}, energy0 + 1e3);
   EXPECT_EQ(drifted.status, "warning");
   EXPECT_NE(drifted.message.find("energy drift since energy0"), std::string::npos) << drifted.message;
