@@ -29,6 +29,20 @@ struct MetricsSample {
 
 double kinetic_energy(const Model& model, const SystemState& state);
 
+/// The scales of a model that a run is judged by (docs/cli.md, "Self-judgement") and that
+/// defaults are chosen from (dca's Baumgarte stabilisation).
+struct ModelScales {
+  double length = 0.0;  // m: the extent of the bodies' centres of mass and ground-joint locations at
+                        // t0, or the largest radius of gyration when larger (a single body)
+  double energy = 0.0;  // J: the largest of kinetic_max, potential_range and total mass x |gravity| x length
+  double speed = 0.0;   // m/s: sqrt(2 energy / total mass); 0 for a massless model
+};
+
+/// The scales from the model and what a run saw: its largest kinetic energy and its potential
+/// energy's range (both 0 before a run: the model's own bound, gravity's work over the length,
+/// still gives a scale).
+ModelScales model_scales(const Model& model, double kinetic_max, double potential_range);
+
 /// Lifetime: a Metrics refers to its model and external loads, which must outlive it.
 class Metrics {
  public:

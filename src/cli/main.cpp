@@ -706,7 +706,8 @@ int main(int argc, char** argv) {
       ->excludes(always);
   s->add_flag("--view", sim.view, "write viewer.html beside the results: the run in 3-D with its plots (as `treedyn view` does)");
   s->add_option("--baumgarte", sim.baumgarte,
-                "dca: Baumgarte stabilisation of loop-closing joints, alpha,beta (default 0,0: none, as in paper 001)")
+                "dca: Baumgarte stabilisation of loop-closing joints, alpha,beta in 1/s (default: both 3/T, T = the model's "
+                "length / speed, which keeps its loops on their constraints and branch; 0,0: none, as in paper 001)")
       ->delimiter(',')
       ->expected(2)
       ->check(kNonNegative);

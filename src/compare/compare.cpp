@@ -182,7 +182,13 @@ std::string describe_settings(const std::string& f, const FormulationSettings& s
     return s.integrator.value_or(integrator) + ", rtol = atol = " + fmt(s.rtol.value_or(rtol));
   };
   if (f == "reference") return adaptive(s.reference.integrator, s.reference.rtol);
-  if (f == "dca") return adaptive(s.dca.integrator, s.dca.rtol);
+  if (f == "dca") {
+    const auto& a = s.dca.baumgarte_alpha;
+    const auto& b = s.dca.baumgarte_beta;
+    const std::string baumgarte = !a && !b ? "Baumgarte 3/T (the model's time scale)"
+                                  : "Baumgarte alpha = " + (a ? fmt(*a) : "3/T") + ", beta = " + (b ? fmt(*b) : "3/T");
+    return adaptive(s.dca.integrator, s.dca.rtol) + ", " + baumgarte;
+  }
   if (f == "hdca") return adaptive(s.hdca.integrator, s.hdca.rtol);
   if (f == "ali3") {
     const Ali3Options& o = s.ali3;

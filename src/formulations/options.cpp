@@ -102,9 +102,9 @@ const std::vector<Option>& options() {
         [](auto& s, const auto& v, auto&) { s.threading.fallback = flag("thread_fallback", v); });
     add("min_parallel_bodies", "integer", kThreaded, "models with fewer bodies run their passes serially",
         [](auto& s, const auto& v, auto&) { s.threading.min_parallel_bodies = integer("min_parallel_bodies", v, 1); });
-    add("baumgarte_alpha", "number", {"dca"}, "Baumgarte stabilisation of loop-closing joints: alpha",
+    add("baumgarte_alpha", "number", {"dca"}, "Baumgarte stabilisation of loop-closing joints: alpha, 1/s (default 3/T, T = length / speed; 0: none)",
         [](auto& s, const auto& v, auto&) { s.dca.baumgarte_alpha = number("baumgarte_alpha", v, true); });
-    add("baumgarte_beta", "number", {"dca"}, "Baumgarte stabilisation of loop-closing joints: beta",
+    add("baumgarte_beta", "number", {"dca"}, "Baumgarte stabilisation of loop-closing joints: beta, 1/s (default 3/T, T = length / speed; 0: none)",
         [](auto& s, const auto& v, auto&) { s.dca.baumgarte_beta = number("baumgarte_beta", v, true); });
     add("planar", "flag", {"hdca"}, "paper 004's planar form", [](auto& s, const auto& v, auto&) { s.hdca.planar = flag("planar", v); });
     add("precision", "double|float", {"hdca"}, "arithmetic (paper 004: float)",

@@ -1,5 +1,6 @@
 #include "treedyn/metrics.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -14,6 +15,33 @@ double kinetic_energy(const Model& model, const SystemState& state) {
     T += 0.5 * b.mass * s.v.squaredNorm() + 0.5 * s.w.dot(A * b.inertia * A.transpose() * s.w);
   }
   return T;
+}
+
+namespace {
+
+double characteristic_length(const Model& model) {
+  Vec3 low = Vec3::Constant(INFINITY), high = Vec3::Constant(-INFINITY);
+  double gyration = 0.0;
+  auto extend = [&](const Vec3& p) { low = low.cwiseMin(p), high = high.cwiseMax(p); };
+  for (const Body& b : model.bodies) {
+    extend(b.position);
+    if (b.mass > 0.0) gyration = std::max(gyration, std::sqrt(b.inertia.trace() / b.mass));
+  }
+  for (const Joint& j : model.joints)
+    if (j.parent == kGround) extend(j.parent_frame.origin);
+  return std::max(model.bodies.empty() ? 0.0 : (high - low).norm(), gyration);
+}
+
+}  // namespace
+
+ModelScales model_scales(const Model& model, double kinetic_max, double potential_range) {
+  double mass = 0.0;
+  for (const Body& b : model.bodies) mass += b.mass;
+  ModelScales s;
+  s.length = characteristic_length(model);
+  s.energy = std::max({kinetic_max, potential_range, mass * model.gravity.norm() * s.length});
+  s.speed = mass > 0.0 ? std::sqrt(2.0 * s.energy / mass) : 0.0;
+  return s;
 }
 
 Metrics::Metrics(const Model& model, const ExternalLoads* external)

@@ -10,6 +10,7 @@
 
 #include "treedyn/errors.hpp"
 #include "treedyn/integrators.hpp"
+#include "treedyn/metrics.hpp"
 #include "treedyn/parallel.hpp"
 #include "treedyn/topology.hpp"
 
@@ -35,21 +36,6 @@ void check_finite(const Model& model, const Snapshot& s) {
 }
 
 namespace {
-
-/// A length of the model: the extent of its bodies' centres of mass and ground-joint locations at
-/// t0, or its largest radius of gyration when larger (a single body).
-double characteristic_length(const Model& model) {
-  Vec3 low = Vec3::Constant(INFINITY), high = Vec3::Constant(-INFINITY);
-  double gyration = 0.0;
-  auto extend = [&](const Vec3& p) { low = low.cwiseMin(p), high = high.cwiseMax(p); };
-  for (const Body& b : model.bodies) {
-    extend(b.position);
-    if (b.mass > 0.0) gyration = std::max(gyration, std::sqrt(b.inertia.trace() / b.mass));
-  }
-  for (const Joint& j : model.joints)
-    if (j.parent == kGround) extend(j.parent_frame.origin);
-  return std::max(model.bodies.empty() ? 0.0 : (high - low).norm(), gyration);
-}
 
 /// The order of accuracy of a fixed-step run's method (its global error is O(h^p)).
 int fixed_step_order(const std::string& formulation, const std::string& integrator) {
@@ -284,15 +270,12 @@ void judge_branch(const JudgementOptions& options, const BranchWatch& branch, co
   r.judgement.checks.push_back(c);
 }
 
-/// The scales a judgement is made against: the model's length, and its energy range (at least
-/// `kinetic_max` and `potential_range`, and gravity's work over the length, which bounds it from
-/// the model when the samples are few) and the speed it gives.
+/// The scales a judgement is made against (model_scales).
 void set_scales(const Model& model, double kinetic_max, double potential_range, Judgement& j) {
-  double mass = 0.0;
-  for (const Body& b : model.bodies) mass += b.mass;
-  j.length = characteristic_length(model);
-  j.energy_range = std::max({kinetic_max, potential_range, mass * model.gravity.norm() * j.length});
-  j.speed = mass > 0.0 ? std::sqrt(2.0 * j.energy_range / mass) : 0.0;
+  const ModelScales scales = model_scales(model, kinetic_max, potential_range);
+  j.length = scales.length;
+  j.energy_range = scales.energy;
+  j.speed = scales.speed;
 }
 
 /// A check: `value` against `relative` times `scale` (its name says which); 0 switches it off.

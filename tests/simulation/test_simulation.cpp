@@ -387,7 +387,9 @@ TEST(Simulation, ARunNearASingularPositionOfItsLoopsIsCheckedByARefinedCompanion
   run.t_end = 30.0;
   run.dt = 0.01;
   Recording dca_samples, ali3_samples;
-  Simulator dca(model, "dca");
+  FormulationSettings unstabilised;  // paper 001's dca: it leaves the branch (its default Baumgarte rate keeps it)
+  unstabilised.dca.baumgarte_alpha = unstabilised.dca.baumgarte_beta = 0.0;
+  Simulator dca(model, "dca", unstabilised);
   const SimulationResult d = run_simulation(dca, run, &dca_samples);
   Simulator ali3(model, "ali3");
   const SimulationResult a = run_simulation(ali3, run, &ali3_samples);
@@ -416,7 +418,7 @@ TEST(Simulation, ARunNearASingularPositionOfItsLoopsIsCheckedByARefinedCompanion
   // The silent wrong answer this replaces: unwatched, the same dca run says ok.
   RunOptions unwatched = run;
   unwatched.judge.branch = 0.0;
-  Simulator again(model, "dca");
+  Simulator again(model, "dca", unstabilised);
   EXPECT_EQ(run_simulation(again, unwatched).status, "ok");
 }
 

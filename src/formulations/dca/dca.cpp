@@ -3,6 +3,8 @@
 
 #include <stdexcept>
 
+#include "treedyn/metrics.hpp"
+
 #include "acceleration_solver.hpp"
 #include "../common/ode_formulation.hpp"
 
@@ -13,7 +15,9 @@ class Dca final : public OdeFormulation {
  public:
   Dca(std::shared_ptr<const Model> model_ptr, const DcaOptions& options, std::shared_ptr<const ExternalLoads> external)
       : OdeFormulation(std::move(model_ptr), std::move(external), jc::AccelerationSolver::make_timer()),
-        solver_(model(), external_loads(), options.threading, options.baumgarte_alpha, options.baumgarte_beta) {
+        alpha_(options.baumgarte_alpha.value_or(default_baumgarte_rate(model()))),
+        beta_(options.baumgarte_beta.value_or(default_baumgarte_rate(model()))),
+        solver_(model(), external_loads(), options.threading, alpha_, beta_) {
     if (!model().drivers.empty())
       throw std::invalid_argument("dca: drivers (prescribed joint motion) are not supported; use reference");
     for (const auto& f : model().frictions)
@@ -24,6 +28,9 @@ class Dca final : public OdeFormulation {
   }
 
   std::string name() const override { return "dca"; }
+  std::map<std::string, double> diagnostics() const override {
+    return {{"baumgarte_alpha", alpha_}, {"baumgarte_beta", beta_}};
+  }
   const ThreadGovernor* thread_governor() const override { return solver_.parallel().governor(); }
 
   void bodies(SystemState& out) override {
@@ -73,11 +80,17 @@ class Dca final : public OdeFormulation {
     solver_.evaluate(t, y.head(joints().nq()), y.tail(joints().nv()), &timer_);
   }
 
+  double alpha_, beta_;  // Baumgarte's, as used (DcaOptions)
   jc::AccelerationSolver solver_;
   Eigen::VectorXd q_, v_;  // scratch of state_of_bodies
 };
 
 }  // namespace
+
+double default_baumgarte_rate(const Model& model) {
+  const ModelScales scales = model_scales(model, kinetic_energy(model, initial_state(model)), 0.0);
+  return scales.length > 0.0 ? kBaumgartePerTime * scales.speed / scales.length : 0.0;
+}
 
 std::unique_ptr<Formulation> make_dca(std::shared_ptr<const Model> model, const DcaOptions& options,
                                       std::shared_ptr<const ExternalLoads> external) {
