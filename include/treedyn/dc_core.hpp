@@ -9,7 +9,8 @@
 // (for a joint eliminated in joint coordinates G_c = D', G_p = -D', r = 0 for hdca,
 // r = D' kappa for dca, so that f_c = D lambda = -f_p: Newton's third law, paper 001 Eq. 25).
 //
-// Assembly of bodies A and B into C eliminates the loads of the joints E between them. With
+// Assembly of bodies A and B into C eliminates the loads of the joints E between them, and of the
+// joints to ground of A or B when it is a leaf (one-sided: the sum below then has one side). With
 // m rows in E,
 //     Z = sum_{s in A,B} G_s K^s_EE G_s'                        (m x m)
 //     Y_i = K^s_{iE} G_s'   for every remaining handle i       (Dim x m)
@@ -22,6 +23,9 @@
 // and passes f = G' lambda to the children's eliminated handles. The base connection is the same
 // elimination of the root's handles against ground (which has no handle equations):
 //     lambda = Z^+ (r - G b)                                   (paper 001 Eqs. 43-45)
+// Here it is left with the handles of a one-body model only: the joints to ground are eliminated
+// the same way, one-sided, where their body's leaf joins its sibling, so that they do not ride up
+// to the root (N ground pivots would make the root's Z a dense 5N x 5N system; topology.hpp).
 // Z^+ is a Cholesky solve, or the minimum-norm solution when Z is singular (redundant loops).
 //
 // Glossary (symbol -> code): K_ij -> K[i*h + j] (xi_ij in 001/004, Phi_ij in Featherstone's DCA),
@@ -167,8 +171,9 @@ class HandleTree {
 
   struct Eliminated {
     int joint, offset, rows;
-    int left, right;  // its handle index in the left and right child (for the base: in the root)
-    bool p_left;      // the left child (for the base: the root) holds the p side
+    int left, right;  // its handle index in the left and right child (for the base: in the root); -1 on
+                      // ground's side of a joint to ground (eliminated one-sided, by the multiple kernel)
+    bool p_left;      // the left child (for the base: the root) holds (or, being ground's, would hold) the p side
   };
 
   struct Node {
@@ -297,7 +302,10 @@ class HandleTree {
   static S unit_sign(const Eliminated& x, int s) { return (s == 0) == x.p_left ? S(-1) : S(1); }
   template <int M>
   static Eigen::Matrix<S, M, 1> single_rhs(const Eliminated& x, const Node* const side[2], const JointRows<S, Dim>& jr);
-  static bool uses_single(const Node& n) { return n.eliminated.size() == 1 && n.size() <= kMaxSingleHandles; }
+  static bool uses_single(const Node& n) {
+    return n.eliminated.size() == 1 && n.eliminated.front().left >= 0 && n.eliminated.front().right >= 0 &&
+           n.size() <= kMaxSingleHandles;
+  }
 
   const AssemblyTree* tree_;
   std::vector<JointSides> sides_;

@@ -7,8 +7,11 @@
 // size of the handles each node carries) and the parallelism (the height of the tree).
 //
 // Required: every joint between bodies is eliminated at exactly one node, the lowest node holding
-// both its bodies; joints to ground are the root's handles; the tree serves chains, trees, single
-// and coupled loops alike. Desired: height ceil(log2 n) for n bodies, and few handles per node.
+// both its bodies; a joint to ground at the parent of its body's leaf, one-sided (ground has no
+// equations), so that no node above carries it: a model with many ground pivots (a ladder of
+// coupled four-bars) keeps few handles per node (the root's handles when the model is one body);
+// the tree serves chains, trees, single and coupled loops alike. Desired: height ceil(log2 n)
+// for n bodies, and few handles per node.
 //
 // How: recursive bisection. A node's bodies are ordered by breadth-first search inside the node and
 // split into a first and a second half; the search is started from each body in turn (up to 64
@@ -29,9 +32,18 @@ namespace treedyn {
 /// "No body": the tree parent of a floating sub-system's first body.
 inline constexpr int kNoBody = -2;
 
+/// How Topology ranks the loop rows (Topology::jacobian_rank): an eigendecomposition of their
+/// dense complement S (at most kDenseRankRows rows: cubic in the loops), or a sparse QR of S
+/// (COLAMD order; linear on a ladder of loops). Their eigenvalues (dense) or R's diagonal entries
+/// (sparse) above kRankCutoff times the largest count. Automatic: Dense up to kDenseRankRows.
+enum class RankMethod { Automatic, Dense, Sparse };
+inline constexpr int kDenseRankRows = 300;
+inline constexpr double kRankCutoff = 1e-10;  // on eigenvalues of S: 1e-5 on the singular values of J_l P_t
+
 class Topology {
  public:
-  explicit Topology(const Model& model);
+  /// `rank_method`: how jacobian_rank() is found (RankMethod; tests compare the two).
+  explicit Topology(const Model& model, RankMethod rank_method = RankMethod::Automatic);
 
   /// Joints of the spanning tree grown from ground (then from each floating sub-system's first
   /// body), in the order the search reached them.
@@ -78,8 +90,11 @@ struct AssemblyNode {
   int body = -1;                // the body of a leaf; -1 for inner nodes
   int height = 0;               // 0 for leaves
   std::vector<int> bodies;      // bodies inside, ascending
-  std::vector<int> eliminated;  // joints between the left and right children, ascending
-  std::vector<int> handles;     // joints between these bodies and the rest (ground included), ascending
+  std::vector<int> eliminated;  // joints between the left and right children, and the joints to ground of a
+                                // child that is a leaf (one-sided), ascending
+  std::vector<int> handles;     // joints between these bodies and the rest, ascending: of a leaf, every joint
+                                // of its body; of an inner node, none to ground (the root of a one-body model
+                                // is its leaf)
   bool is_leaf() const { return body >= 0; }
 };
 

@@ -80,11 +80,14 @@ void HandleTree<S, Dim>::setup_node(int id) {
     n.holds_p.push_back(std::binary_search(a.bodies.begin(), a.bodies.end(), sides_[static_cast<std::size_t>(j)].body_p));
   if (a.is_leaf()) return;
   const Node& left = node(a.left);
+  const Node& right = node(a.right);
   for (int j : a.eliminated) {
     if (!loaded(j)) continue;
     const int rows = sides_[static_cast<std::size_t>(j)].rows;
-    const int l = handle_index(left, j);
-    n.eliminated.push_back({j, n.m, rows, l, handle_index(node(a.right), j), left.holds_p[static_cast<std::size_t>(l)] != 0});
+    const int l = handle_index(left, j), r = handle_index(right, j);
+    // A joint to ground has one side here: p_left still says which side would hold p.
+    const bool p_left = l >= 0 ? left.holds_p[static_cast<std::size_t>(l)] != 0 : right.holds_p[static_cast<std::size_t>(r)] == 0;
+    n.eliminated.push_back({j, n.m, rows, l, r, p_left});
     n.m += rows;
   }
   for (int j : n.handles) {
@@ -225,15 +228,17 @@ void HandleTree<S, Dim>::eliminate_multiple(Node& n, const Node* const side[2], 
   auto G = [&](const Eliminated& x, int s) {
     return rows_of(rows[static_cast<std::size_t>(x.joint)], (s == 0) == x.p_left).topRows(x.rows);
   };
-  auto index = [](const Eliminated& x, int s) { return s == 0 ? x.left : x.right; };
+  auto index = [](const Eliminated& x, int s) { return s == 0 ? x.left : x.right; };  // -1: ground's side
   e.Z.setZero();
   for (const Eliminated& x : n.eliminated) {
     e.beta_hat.segment(x.offset, x.rows) = rows[static_cast<std::size_t>(x.joint)].r.head(x.rows);
     for (int s = 0; s < 2; ++s) {
+      if (index(x, s) < 0) continue;
       e.beta_hat.segment(x.offset, x.rows).noalias() -= G(x, s) * side[s]->b[static_cast<std::size_t>(index(x, s))];
       for (const Eliminated& x2 : n.eliminated)
-        e.Z.block(x.offset, x2.offset, x.rows, x2.rows).noalias() +=
-            G(x, s) * side[s]->k(index(x, s), index(x2, s)) * G(x2, s).transpose();
+        if (index(x2, s) >= 0)
+          e.Z.block(x.offset, x2.offset, x.rows, x2.rows).noalias() +=
+              G(x, s) * side[s]->k(index(x, s), index(x2, s)) * G(x2, s).transpose();
     }
   }
   for (const Eliminated& x : n.eliminated)
@@ -242,7 +247,8 @@ void HandleTree<S, Dim>::eliminate_multiple(Node& n, const Node* const side[2], 
     const auto src = n.from[static_cast<std::size_t>(i)];
     auto& Y = e.Y[static_cast<std::size_t>(i)];
     for (const Eliminated& x : n.eliminated)
-      Y.middleCols(x.offset, x.rows).noalias() = side[src.side]->k(src.index, index(x, src.side)) * G(x, src.side).transpose();
+      if (index(x, src.side) < 0) Y.middleCols(x.offset, x.rows).setZero();
+      else Y.middleCols(x.offset, x.rows).noalias() = side[src.side]->k(src.index, index(x, src.side)) * G(x, src.side).transpose();
     e.W[static_cast<std::size_t>(i)] = Y.transpose();
   }
   e.solver.compute(e.Z);
@@ -362,8 +368,8 @@ void HandleTree<S, Dim>::bias_multiple(Node& n, const Node* const side[2], const
     const JointRows<S, Dim>& jr = rows[static_cast<std::size_t>(x.joint)];
     e.lambda.segment(x.offset, x.rows) = jr.r.head(x.rows);  // lambda holds the right-hand side here
     for (int s = 0; s < 2; ++s)
-      e.lambda.segment(x.offset, x.rows).noalias() -=
-          rows_of(jr, (s == 0) == x.p_left).topRows(x.rows) * side[s]->b[static_cast<std::size_t>(s == 0 ? x.left : x.right)];
+      if (const int k = s == 0 ? x.left : x.right; k >= 0)
+        e.lambda.segment(x.offset, x.rows).noalias() -= rows_of(jr, (s == 0) == x.p_left).topRows(x.rows) * side[s]->b[static_cast<std::size_t>(k)];
   }
   e.beta_hat = e.lambda;
   e.solver.solve_in_place(e.beta_hat);
@@ -391,9 +397,10 @@ void HandleTree<S, Dim>::disassemble_node(int id, const std::vector<JointRows<S,
     for (int j = 0; j < n.size(); ++j) e.lambda.noalias() -= e.W[static_cast<std::size_t>(j)] * n.f[static_cast<std::size_t>(j)];
     for (const Eliminated& x : n.eliminated)
       for (int s = 0; s < 2; ++s)
-        side[s]->f[static_cast<std::size_t>(s == 0 ? x.left : x.right)].noalias() =
-            rows_of(rows[static_cast<std::size_t>(x.joint)], (s == 0) == x.p_left).topRows(x.rows).transpose() *
-            e.lambda.segment(x.offset, x.rows);
+        if (const int k = s == 0 ? x.left : x.right; k >= 0)
+          side[s]->f[static_cast<std::size_t>(k)].noalias() =
+              rows_of(rows[static_cast<std::size_t>(x.joint)], (s == 0) == x.p_left).topRows(x.rows).transpose() *
+              e.lambda.segment(x.offset, x.rows);
   }
 }
 

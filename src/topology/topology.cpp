@@ -3,6 +3,8 @@
 #include <Eigen/SparseCore>
 #include <Eigen/SparseCholesky>
 #include <Eigen/Eigenvalues>
+#include <Eigen/OrderingMethods>
+#include <Eigen/SparseQR>
 #include <cmath>
 #include <utility>
 #include <algorithm>
@@ -20,12 +22,12 @@ namespace {
 /// child), so rank J = rows(J_t) + rank(J_l P_t), where J_l holds the loop-closing joints' and
 /// drivers' rows and P_t projects onto the null space of J_t:
 ///   rank(J_l P_t) = rank(S),  S = J_l J_l' - J_l J_t' (J_t J_t')^-1 J_t J_l'
-/// (a sparse Cholesky of the banded J_t J_t' and a small dense eigenproblem: fast for thousands of
-/// bodies with few loops). Returns rows(J_t) and the eigenvalues of S, largest first (squared
-/// singular values).
-std::pair<int, Eigen::VectorXd> loop_complement(const Model& model, const std::vector<char>& in_tree, const SystemState& state) {
+/// (S sparse: a sparse Cholesky of J_t J_t', whose factor follows the spanning tree, solved for
+/// the sparse J_t J_l'). Returns rows(J_t) and S (empty without loops or drivers).
+std::pair<int, Eigen::SparseMatrix<double>> loop_complement(const Model& model, const std::vector<char>& in_tree,
+                                                            const SystemState& state) {
   const ConstraintSet constraints(model);
-  if (constraints.rows() == 0) return {0, Eigen::VectorXd()};
+  if (constraints.rows() == 0) return {0, {}};
   std::vector<ConstraintBlock> blocks;
   constraints.evaluate(0.0, state, blocks);
   std::vector<Eigen::Triplet<double>> tree_entries, loop_entries;
@@ -42,35 +44,61 @@ std::pair<int, Eigen::VectorXd> loop_complement(const Model& model, const std::v
       }
     row0 += b.size();
   }
-  if (loop_rows == 0) return {tree_rows, Eigen::VectorXd()};
+  if (loop_rows == 0) return {tree_rows, {}};
   const int n6 = 6 * model.body_count();
   Eigen::SparseMatrix<double> Jt(tree_rows, n6), Jl(loop_rows, n6);
   Jt.setFromTriplets(tree_entries.begin(), tree_entries.end());
   Jl.setFromTriplets(loop_entries.begin(), loop_entries.end());
-  Eigen::MatrixXd S = Eigen::MatrixXd(Jl * Jl.transpose());
+  Eigen::SparseMatrix<double> S = Jl * Jl.transpose();
   if (tree_rows > 0) {
     Eigen::SimplicialLDLT<Eigen::SparseMatrix<double>> ldlt(Jt * Jt.transpose());
-    const Eigen::MatrixXd JtJl = Eigen::MatrixXd(Jt * Jl.transpose());
-    S -= JtJl.transpose() * ldlt.solve(JtJl);
+    const Eigen::SparseMatrix<double> JtJl = Jt * Jl.transpose();
+    const Eigen::SparseMatrix<double> X = ldlt.solve(JtJl);
+    S = S - Eigen::SparseMatrix<double>(JtJl.transpose() * X);
   }
-  Eigen::VectorXd eig = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(S, Eigen::EigenvaluesOnly).eigenvalues().reverse();
-  return {tree_rows, eig};
+  return {tree_rows, S};
+}
+
+/// Eigenvalues of S, largest first (squared singular values of J_l P_t).
+Eigen::VectorXd loop_eigenvalues(const Eigen::SparseMatrix<double>& S) {
+  if (S.rows() == 0) return {};
+  return Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(Eigen::MatrixXd(S), Eigen::EigenvaluesOnly).eigenvalues().reverse();
+}
+
+/// The rank of a loop complement S (symmetric positive semi-definite).
+int loop_complement_rank(const Eigen::SparseMatrix<double>& S, RankMethod method) {
+  if (S.rows() == 0) return 0;
+  if (method == RankMethod::Automatic) method = S.rows() <= kDenseRankRows ? RankMethod::Dense : RankMethod::Sparse;
+  if (method == RankMethod::Dense) {
+    const Eigen::VectorXd eig = loop_eigenvalues(S);
+    const double largest = std::max(eig.cwiseAbs().maxCoeff(), 1e-300);
+    return static_cast<int>((eig.array() > kRankCutoff * largest).count());
+  }
+  // R's diagonal of a QR of S stands for S's eigenvalues (S is symmetric positive semi-definite):
+  // a column whose remaining norm falls below the cutoff times S's largest column norm (within a
+  // factor sqrt(rows) of its largest eigenvalue) counts as dependent. The loops' own order: S of
+  // a ladder is banded in it, and stays so (COLAMD's order took 15 s at 1,000 loops, this 2 s).
+  double largest = 1e-300;
+  for (int c = 0; c < S.outerSize(); ++c) largest = std::max(largest, S.col(c).norm());
+  Eigen::SparseQR<Eigen::SparseMatrix<double>, Eigen::NaturalOrdering<int>> qr;
+  qr.setPivotThreshold(kRankCutoff * largest);
+  Eigen::SparseMatrix<double> compressed = S;
+  compressed.makeCompressed();
+  qr.compute(compressed);
+  return static_cast<int>(qr.rank());
 }
 
 /// Rank of the constraint Jacobian at the initial configuration.
-int initial_jacobian_rank(const Model& model, const std::vector<char>& in_tree) {
-  const auto [tree_rows, eig] = loop_complement(model, in_tree, initial_state(model));
-  if (eig.size() == 0) return tree_rows;
-  const double largest = std::max(eig.cwiseAbs().maxCoeff(), 1e-300);
-  // Eigenvalues of S are squared singular values: 1e-10 here is 1e-5 on the singular values.
-  return tree_rows + static_cast<int>((eig.array() > 1e-10 * largest).count());
+int initial_jacobian_rank(const Model& model, const std::vector<char>& in_tree, RankMethod method) {
+  const auto [tree_rows, S] = loop_complement(model, in_tree, initial_state(model));
+  return tree_rows + loop_complement_rank(S, method);
 }
 
 int other_end(const Joint& j, int body) { return j.parent == body ? j.child : j.parent; }
 
 }  // namespace
 
-Topology::Topology(const Model& model)
+Topology::Topology(const Model& model, RankMethod rank_method)
     : body_count_(model.body_count()),
       equations_(model.constraint_equation_count()),
       tree_joint_of_(static_cast<std::size_t>(model.body_count()), -1),
@@ -117,13 +145,14 @@ Topology::Topology(const Model& model)
     if (component[static_cast<std::size_t>(b)] >= 0) floating_[static_cast<std::size_t>(component[static_cast<std::size_t>(b)])].push_back(b);
   for (int j = 0; j < model.joint_count(); ++j)
     if (!in_tree[static_cast<std::size_t>(j)]) loop_joints_.push_back(j);
-  rank_ = initial_jacobian_rank(model, in_tree);
+  rank_ = initial_jacobian_rank(model, in_tree, rank_method);
 }
 
 double Topology::loop_conditioning(const Model& model, const SystemState& state) const {
   std::vector<char> in_tree(model.joints.size(), 1);
   for (int j : loop_joints_) in_tree[static_cast<std::size_t>(j)] = 0;
-  const auto [tree_rows, eig] = loop_complement(model, in_tree, state);
+  const auto [tree_rows, S] = loop_complement(model, in_tree, state);
+  const Eigen::VectorXd eig = loop_eigenvalues(S);
   const int k = rank_ - tree_rows;  // the loop rows' singular values that count at t0
   if (k <= 0 || eig.size() < k || !(eig(0) > 0.0)) return 1.0;
   return std::sqrt(std::max(eig(k - 1), 0.0) / eig(0));
@@ -227,7 +256,8 @@ std::vector<int> bfs_order(const std::vector<int>& bodies, int start, const std:
   return order;
 }
 
-/// Number of joints with exactly one end among `bodies` (ground counts as outside).
+/// Number of joints with exactly one end among `bodies`: the handles of a node holding them
+/// (joints to ground are not: they are eliminated just above their body's leaf).
 int handle_count(const std::vector<int>& bodies, const std::vector<std::vector<int>>& joints_of_body,
                  const std::vector<std::pair<int, int>>& ends, std::vector<char>& member) {
   for (int b : bodies) member[static_cast<std::size_t>(b)] = 1;
@@ -235,8 +265,8 @@ int handle_count(const std::vector<int>& bodies, const std::vector<std::vector<i
   for (int b : bodies)
     for (int j : joints_of_body[static_cast<std::size_t>(b)]) {
       const auto [p, c] = ends[static_cast<std::size_t>(j)];
-      const bool in_p = p >= 0 && member[static_cast<std::size_t>(p)], in_c = c >= 0 && member[static_cast<std::size_t>(c)];
-      if (in_p != in_c) ++count;  // counted once: from the end inside
+      if (p < 0 || c < 0) continue;
+      if (member[static_cast<std::size_t>(p)] != member[static_cast<std::size_t>(c)]) ++count;  // once: from the end inside
     }
   for (int b : bodies) member[static_cast<std::size_t>(b)] = 0;
   return count;
@@ -291,8 +321,11 @@ void AssemblyTree::attach_joints(const Model& model) {
   for (int j = 0; j < model.joint_count(); ++j) {
     const Joint& joint = model.joints[static_cast<std::size_t>(j)];
     if (joint.parent == kGround || joint.child == kGround) {
-      const int body = joint.parent == kGround ? joint.child : joint.parent;
-      for (int id : ancestors(leaf_of(body))) nodes_[static_cast<std::size_t>(id)].handles.push_back(j);
+      // A handle of its body's leaf, eliminated where the leaf joins its sibling (one-sided:
+      // ground has no equations of its own); the root's handle when the model is one body.
+      const int leaf = leaf_of(joint.parent == kGround ? joint.child : joint.parent);
+      nodes_[static_cast<std::size_t>(leaf)].handles.push_back(j);
+      if (const int up = node(leaf).parent; up != -1) nodes_[static_cast<std::size_t>(up)].eliminated.push_back(j);
       continue;
     }
     const std::vector<int> a = ancestors(leaf_of(joint.parent)), b = ancestors(leaf_of(joint.child));

@@ -35,12 +35,20 @@ void expect_valid(const Model& m, const AssemblyTree& tree) {
       const auto& L = tree.node(n.left).bodies;
       const auto& R = tree.node(n.right).bodies;
       auto in = [](const std::vector<int>& v, int b) { return std::binary_search(v.begin(), v.end(), b); };
-      EXPECT_TRUE((in(L, joint.parent) && in(R, joint.child)) || (in(R, joint.parent) && in(L, joint.child)));
+      if (joint.parent == kGround || joint.child == kGround) {  // one-sided, just above its body's leaf
+        const int body = joint.parent == kGround ? joint.child : joint.parent;
+        EXPECT_EQ(tree.node(tree.leaf_of(body)).parent, id) << joint.name;
+      } else {
+        EXPECT_TRUE((in(L, joint.parent) && in(R, joint.child)) || (in(R, joint.parent) && in(L, joint.child)));
+      }
     }
+    for (int j : n.handles)  // an inner node carries no joint to ground
+      EXPECT_TRUE(m.joints[static_cast<std::size_t>(j)].parent != kGround && m.joints[static_cast<std::size_t>(j)].child != kGround)
+          << m.joints[static_cast<std::size_t>(j)].name;
   }
   for (std::size_t j = 0; j < m.joints.size(); ++j) {
     const bool to_ground = m.joints[j].parent == kGround || m.joints[j].child == kGround;
-    if (to_ground) {
+    if (to_ground && tree.node(tree.root()).is_leaf()) {  // a one-body model: the base connection's
       const auto& root_handles = tree.node(tree.root()).handles;
       EXPECT_TRUE(std::find(root_handles.begin(), root_handles.end(), static_cast<int>(j)) != root_handles.end());
     } else {
@@ -68,8 +76,8 @@ TEST(AssemblyTree, FourLinkChainIsDrawnAsExpected) {
   const Model m = make_chain(4, JointType::Revolute);
   const AssemblyTree tree(m, Topology(m));
   EXPECT_EQ(tree.to_ascii(m),
-            "(joint3) handles joint1\n"
-            "├── (joint2) handles joint1,joint3\n"
+            "(joint3)\n"
+            "├── (joint1,joint2) handles joint3\n"
             "│   ├── link1\n"
             "│   └── link2\n"
             "└── (joint4) handles joint3\n"
@@ -81,8 +89,8 @@ TEST(AssemblyTree, FourBarClosesItsLoopAtTheRoot) {
   const Model m = read_model_file(test::model_path("four_bar"));
   const AssemblyTree tree(m, Topology(m));
   EXPECT_EQ(tree.to_ascii(m),
-            "(joint3) handles joint1,joint4\n"
-            "├── (joint2) handles joint1,joint3\n"
+            "(joint3,joint4)\n"
+            "├── (joint1,joint2) handles joint3\n"
             "│   ├── A\n"
             "│   └── B\n"
             "└── C\n");
@@ -117,4 +125,18 @@ TEST(AssemblyTree, ScrambledChainNumberingStillGivesALogarithmicTwoHandleTree) {
   expect_valid(m, tree);
   EXPECT_EQ(tree.height(), 6);
   EXPECT_LE(tree.max_handles(), 2);
+}
+
+// A ladder of N coupled four-bars has N + 1 ground pivots. Eliminated just above their bodies'
+// leaves, they do not ride up the tree: every node keeps a few handles whatever N (carried to the
+// root, they made its base connection a dense system of 5 (N + 1) rows, and the step cubic in N).
+TEST(AssemblyTree, ALaddersGroundPivotsStayLowAndItsNodesKeepFewHandles) {
+  for (int n : {1, 4, 40, 400}) {
+    const Model m = make_ladder(n);
+    const AssemblyTree tree(m, Topology(m));
+    expect_valid(m, tree);
+    EXPECT_LE(tree.max_handles(), 4) << n;
+    EXPECT_TRUE(tree.node(tree.root()).handles.empty()) << n;
+    EXPECT_LE(tree.height(), static_cast<int>(std::ceil(std::log2(m.body_count()))) + 1) << n;
+  }
 }

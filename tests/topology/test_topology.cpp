@@ -63,3 +63,31 @@ TEST(Topology, FindsFreeFloatingSubsystems) {
   EXPECT_EQ(t.tree_parent_of(1), kNoBody);
   EXPECT_EQ(t.mobility(), 1 + 9);
 }
+
+// The sparse rank (a QR of the loop complement, used beyond kDenseRankRows rows) against the
+// dense eigendecomposition on every shipped model and on ladders of coupled four-bars, whose
+// mobility is known: one degree of freedom, and three redundant equations per planar loop of
+// spatial revolutes (5 rows per joint, 3N + 1 joints, 2N + 1 bars).
+TEST(Topology, SparseAndDenseRanksAgree) {
+  for (const char* name : {"four_bar", "loop4", "loop8", "double_loop8", "slider_crank", "four_link", "planar_four_bar",
+                           "chain128", "spatial_double_pendulum"}) {
+    const Model m = read_model_file(test::model_path(name));
+    EXPECT_EQ(Topology(m, RankMethod::Sparse).jacobian_rank(), Topology(m, RankMethod::Dense).jacobian_rank()) << name;
+  }
+  for (int n : {1, 2, 5, 17, 40, 70}) {
+    const Model m = make_ladder(n);
+    for (RankMethod method : {RankMethod::Dense, RankMethod::Sparse}) {
+      const Topology t(m, method);
+      EXPECT_EQ(t.mobility(), 1) << n;
+      EXPECT_EQ(t.redundant_constraints(), 3 * n) << n;
+    }
+  }
+}
+
+// Beyond kDenseRankRows loop rows the automatic choice is the sparse rank: a ladder of 400 loops
+// (2,000 loop rows) is ranked without a dense 2,000 x 2,000 eigenproblem, and right.
+TEST(Topology, ALargeLadderIsRankedSparselyAndRight) {
+  const Topology t(make_ladder(400));
+  EXPECT_EQ(t.mobility(), 1);
+  EXPECT_EQ(t.redundant_constraints(), 1200);
+}
