@@ -2,6 +2,7 @@
 #include "treedyn/formulations/dca.hpp"
 
 #include <stdexcept>
+#include <utility>
 
 #include "treedyn/metrics.hpp"
 
@@ -15,9 +16,8 @@ class Dca final : public OdeFormulation {
  public:
   Dca(std::shared_ptr<const Model> model_ptr, const DcaOptions& options, std::shared_ptr<const ExternalLoads> external)
       : OdeFormulation(std::move(model_ptr), std::move(external), jc::AccelerationSolver::make_timer()),
-        alpha_(options.baumgarte_alpha.value_or(default_baumgarte_rate(model()))),
-        beta_(options.baumgarte_beta.value_or(default_baumgarte_rate(model()))),
-        solver_(model(), external_loads(), options.threading, alpha_, beta_) {
+        baumgarte_(baumgarte_rates(model(), options)),
+        solver_(model(), external_loads(), options.threading, baumgarte_.first, baumgarte_.second) {
     if (!model().drivers.empty())
       throw std::invalid_argument("dca: drivers (prescribed joint motion) are not supported; use reference");
     for (const auto& f : model().frictions)
@@ -29,7 +29,7 @@ class Dca final : public OdeFormulation {
 
   std::string name() const override { return "dca"; }
   std::map<std::string, double> diagnostics() const override {
-    return {{"baumgarte_alpha", alpha_}, {"baumgarte_beta", beta_}};
+    return {{"baumgarte_alpha", baumgarte_.first}, {"baumgarte_beta", baumgarte_.second}};
   }
   const ThreadGovernor* thread_governor() const override { return solver_.parallel().governor(); }
 
@@ -80,7 +80,14 @@ class Dca final : public OdeFormulation {
     solver_.evaluate(t, y.head(joints().nq()), y.tail(joints().nv()), &timer_);
   }
 
-  double alpha_, beta_;  // Baumgarte's, as used (DcaOptions)
+  /// Baumgarte's alpha and beta: the options', the model's default rate (computed once) where unset.
+  static std::pair<double, double> baumgarte_rates(const Model& model, const DcaOptions& o) {
+    const double chosen = o.baumgarte_alpha && o.baumgarte_beta ? 0.0 : default_baumgarte_rate(model);
+    return {o.baumgarte_alpha.value_or(chosen), o.baumgarte_beta.value_or(chosen)};
+  }
+
+  std::pair<double, double> baumgarte_;  // alpha, beta as used
+
   jc::AccelerationSolver solver_;
   Eigen::VectorXd q_, v_;  // scratch of state_of_bodies
 };
