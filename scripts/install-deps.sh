@@ -7,6 +7,7 @@ packages=(
   cmake make g++
   libeigen3-dev          # linear algebra (fixed-size types in hot loops)
   libsundials-dev        # CVODE / ARKODE adaptive integrators
+  libsuitesparse-dev     # SuiteSparseQR: the rank of large loop systems (topology)
   nlohmann-json3-dev     # model files
   libcli11-dev           # command-line parsing and --help
   libgtest-dev           # tests (GoogleTest + CTest)

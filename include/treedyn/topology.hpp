@@ -32,10 +32,12 @@ namespace treedyn {
 /// "No body": the tree parent of a floating sub-system's first body.
 inline constexpr int kNoBody = -2;
 
-/// How Topology ranks the loop rows (Topology::jacobian_rank): an eigendecomposition of their
-/// dense complement S (at most kDenseRankRows rows: cubic in the loops), or a sparse QR of S
-/// (COLAMD order; linear on a ladder of loops). Their eigenvalues (dense) or R's diagonal entries
-/// (sparse) above kRankCutoff times the largest count. Automatic: Dense up to kDenseRankRows.
+/// How Topology ranks the constraint Jacobian J (Topology::jacobian_rank). Dense: the spanning
+/// tree's rows plus the eigenvalues of the loops' dense complement S above kRankCutoff times its
+/// largest (cubic in the loop rows). Sparse: SuiteSparseQR of J' (linear on a ladder of loops),
+/// an equation whose remaining norm falls below sqrt(kRankCutoff) times the largest equation's
+/// norm being dependent; in a build without SuiteSparseQR, Eigen's SparseQR of S (slower).
+/// Automatic: Dense up to kDenseRankRows loop rows.
 enum class RankMethod { Automatic, Dense, Sparse };
 inline constexpr int kDenseRankRows = 300;
 inline constexpr double kRankCutoff = 1e-10;  // on eigenvalues of S: 1e-5 on the singular values of J_l P_t

@@ -5,6 +5,10 @@
 #include <Eigen/Eigenvalues>
 #include <Eigen/OrderingMethods>
 #include <Eigen/SparseQR>
+#ifdef TREEDYN_HAVE_SPQR
+#include <Eigen/SPQRSupport>
+#endif
+#include <stdexcept>
 #include <cmath>
 #include <utility>
 #include <algorithm>
@@ -65,19 +69,57 @@ Eigen::VectorXd loop_eigenvalues(const Eigen::SparseMatrix<double>& S) {
   return Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(Eigen::MatrixXd(S), Eigen::EigenvaluesOnly).eigenvalues().reverse();
 }
 
-/// The rank of a loop complement S (symmetric positive semi-definite).
-int loop_complement_rank(const Eigen::SparseMatrix<double>& S, RankMethod method) {
-  if (S.rows() == 0) return 0;
-  if (method == RankMethod::Automatic) method = S.rows() <= kDenseRankRows ? RankMethod::Dense : RankMethod::Sparse;
-  if (method == RankMethod::Dense) {
-    const Eigen::VectorXd eig = loop_eigenvalues(S);
-    const double largest = std::max(eig.cwiseAbs().maxCoeff(), 1e-300);
-    return static_cast<int>((eig.array() > kRankCutoff * largest).count());
-  }
-  // R's diagonal of a QR of S stands for S's eigenvalues (S is symmetric positive semi-definite):
-  // a column whose remaining norm falls below the cutoff times S's largest column norm (within a
-  // factor sqrt(rows) of its largest eigenvalue) counts as dependent. The loops' own order: S of
-  // a ladder is banded in it, and stays so (COLAMD's order took 15 s at 1,000 loops, this 2 s).
+/// Rows of the loop-closing joints and drivers (those not in the spanning tree).
+int loop_row_count(const Model& model, const std::vector<char>& in_tree) {
+  const ConstraintSet constraints(model);
+  int rows = constraints.rows();
+  for (int j = 0; j < model.joint_count(); ++j)
+    if (in_tree[static_cast<std::size_t>(j)]) rows -= joint_constraint_count(model.joints[static_cast<std::size_t>(j)].type);
+  return rows;
+}
+
+/// Dense rank of J: the spanning tree's rows, plus S's eigenvalues above kRankCutoff times its
+/// largest (cubic in the loop rows).
+int dense_jacobian_rank(const Model& model, const std::vector<char>& in_tree) {
+  const auto [tree_rows, S] = loop_complement(model, in_tree, initial_state(model));
+  if (S.rows() == 0) return tree_rows;
+  const Eigen::VectorXd eig = loop_eigenvalues(S);
+  const double largest = std::max(eig.cwiseAbs().maxCoeff(), 1e-300);
+  return tree_rows + static_cast<int>((eig.array() > kRankCutoff * largest).count());
+}
+
+#ifdef TREEDYN_HAVE_SPQR
+/// Sparse rank of J by SuiteSparseQR (Heath's rank detection in a multifrontal QR, COLAMD order)
+/// of J' at the initial configuration: a column of J' (an equation) whose remaining norm falls
+/// below sqrt(kRankCutoff) times the largest equation's norm is dependent. That is the singular
+/// value counterpart of the dense cutoff on S's eigenvalues. Linear in a ladder's loops: 0.12 s
+/// at 4,000 loops (docs/benchmarks.md "Ladders").
+int sparse_jacobian_rank(const Model& model, const std::vector<char>&) {
+  const ConstraintSet constraints(model);
+  if (constraints.rows() == 0) return 0;
+  std::vector<ConstraintBlock> blocks;
+  constraints.evaluate(0.0, initial_state(model), blocks);
+  Eigen::SparseMatrix<double> J;
+  Eigen::VectorXd phi, phi_t, gamma;
+  constraints.stack(blocks, J, phi, phi_t, gamma);
+  const Eigen::SparseMatrix<double> Jtransposed = J.transpose();
+  double largest = 1e-300;
+  for (int c = 0; c < Jtransposed.outerSize(); ++c) largest = std::max(largest, Jtransposed.col(c).norm());
+  Eigen::SPQR<Eigen::SparseMatrix<double>> qr;
+  qr.setPivotThreshold(std::sqrt(kRankCutoff) * largest);
+  qr.compute(Jtransposed);
+  if (qr.info() != Eigen::Success) throw std::runtime_error("Topology: SuiteSparseQR could not factor the constraint Jacobian");
+  return static_cast<int>(qr.rank());
+}
+#else
+/// Sparse rank of J without SuiteSparseQR: Eigen's SparseQR of S in the loops' own order. R's
+/// diagonal stands for S's eigenvalues (S is symmetric positive semi-definite): a column whose
+/// remaining norm falls below the cutoff times S's largest column norm counts as dependent.
+/// Slower than SuiteSparseQR (Eigen shifts its rows at each dependent column: about cubic in a
+/// ladder's loops, 1.4 s at 1,000 loops) and O(rows x loop rows) for S itself.
+int sparse_jacobian_rank(const Model& model, const std::vector<char>& in_tree) {
+  const auto [tree_rows, S] = loop_complement(model, in_tree, initial_state(model));
+  if (S.rows() == 0) return tree_rows;
   double largest = 1e-300;
   for (int c = 0; c < S.outerSize(); ++c) largest = std::max(largest, S.col(c).norm());
   Eigen::SparseQR<Eigen::SparseMatrix<double>, Eigen::NaturalOrdering<int>> qr;
@@ -85,13 +127,15 @@ int loop_complement_rank(const Eigen::SparseMatrix<double>& S, RankMethod method
   Eigen::SparseMatrix<double> compressed = S;
   compressed.makeCompressed();
   qr.compute(compressed);
-  return static_cast<int>(qr.rank());
+  return tree_rows + static_cast<int>(qr.rank());
 }
+#endif
 
 /// Rank of the constraint Jacobian at the initial configuration.
 int initial_jacobian_rank(const Model& model, const std::vector<char>& in_tree, RankMethod method) {
-  const auto [tree_rows, S] = loop_complement(model, in_tree, initial_state(model));
-  return tree_rows + loop_complement_rank(S, method);
+  if (method == RankMethod::Automatic)
+    method = loop_row_count(model, in_tree) <= kDenseRankRows ? RankMethod::Dense : RankMethod::Sparse;
+  return method == RankMethod::Dense ? dense_jacobian_rank(model, in_tree) : sparse_jacobian_rank(model, in_tree);
 }
 
 int other_end(const Joint& j, int body) { return j.parent == body ? j.child : j.parent; }
