@@ -42,9 +42,8 @@ struct CompareOptions {
 
 /// The settings a comparison gives `formulation` on `model`: each method's published defaults —
 /// reference bdf at 1e-10; dca and hdca dopri5 at 1e-6 (paper 001); ali3 h = 0.01 s, 3 iterations
-/// (paper 000), with alpha = 1e6 raised by powers of ten until alpha h^2 / (4 M) >= 50, M the
-/// total mass (the effective mass a joint sees is at most M; measured on every model of the
-/// papers, docs/results/compare.md);
+/// (paper 000), with ali3's own default penalty (ali3_penalty: alpha h^2 / (4 M) >= 50, and
+/// alpha h^2 / (4 M D) >= 0.1 on deep trees; docs/results/compare.md);
 /// half- and fully-implicit h = 1e-3 s (paper 002) — except that a step the model file sets
 /// (its time scale) replaces the papers' steps, and the options the user set apply over all.
 FormulationSettings suggested_settings(const Model& model, const std::string& formulation, const CompareOptions& options);

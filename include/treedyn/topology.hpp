@@ -63,6 +63,9 @@ class Topology {
   const std::vector<std::vector<int>>& floating_subsystems() const { return floating_; }
 
   int body_count() const { return body_count_; }
+  /// The most spanning-tree joints between a root (ground, or a floating sub-system's first body)
+  /// and a body: 1 for bodies hinged to ground, n for an n-link chain.
+  int depth() const { return depth_; }
   int constraint_equations() const { return equations_; }
   /// Gruebler-Kutzbach count: 6 n - (number of constraint equations, drivers included).
   int gruebler_mobility() const { return 6 * body_count_ - equations_; }
@@ -82,7 +85,7 @@ class Topology {
   double loop_conditioning(const Model& model, const SystemState& state) const;
 
  private:
-  int body_count_ = 0, equations_ = 0, rank_ = 0;
+  int body_count_ = 0, equations_ = 0, rank_ = 0, depth_ = 0;
   std::vector<int> tree_joints_, loop_joints_, tree_joint_of_, tree_parent_of_;
   std::vector<std::vector<int>> joints_of_, floating_;
 };

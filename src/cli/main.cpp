@@ -506,7 +506,7 @@ void add_compare_options(CLI::App* cmd, CompareArgs& a) {
       ->check(kPositive);
   cmd->add_option("--rtol", a.rtol, "rtol = atol of dca and hdca (default 1e-6; the reference keeps 1e-10)")->check(kPositive);
   cmd->add_option("--alpha", a.alpha,
-                  "ali3's penalty (default 1e6, raised by powers of ten until alpha h^2 / (4 M) >= 50, M the total mass)")
+                  "ali3's penalty (default 1e6, raised by powers of ten until alpha h^2 / (4 M) >= 50 and alpha h^2 / (4 M D) >= 0.1, M the total mass, D the tree depth)")
       ->check(kPositive);
   cmd->add_option("--sample", a.sample, "interval of the common sample times, s (default max(0.01, dt); finer refines the work of drivers and dampers in the energy balance but costs the adaptive methods an interpolation per output)")
       ->check(kPositive);
@@ -723,7 +723,7 @@ int main(int argc, char** argv) {
                 "hdca: what rtol/atol bound: the canonical momenta's velocity equivalents, or the momenta as they are (paper 001)")
       ->capture_default_str()
       ->check(CLI::IsMember({"momenta", "velocities"}));
-  s->add_option("--alpha", sim.ali3.alpha, "ali3: penalty factor (default: 1e6 raised by powers of ten until alpha h^2 / (4 M) >= 50, M the total mass; paper 000: 1e6, 1e9 for the 128-link chain)")
+  s->add_option("--alpha", sim.ali3.alpha, "ali3: penalty factor (default: 1e6 raised by powers of ten until alpha h^2 / (4 M) >= 50 and alpha h^2 / (4 M D) >= 0.1, M the total mass, D the tree depth; paper 000: 1e6, 1e9 for the 128-link chain)")
       ->capture_default_str()
       ->check(kPositive);
   s->add_option("--newton-max", sim.newton_max,

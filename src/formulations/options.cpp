@@ -116,7 +116,7 @@ const std::vector<Option>& options() {
       s.hdca.error_control = choice("error_control", v, "momenta|velocities") == "momenta" ? HdcaOptions::ErrorControl::Momenta
                                                                                              : HdcaOptions::ErrorControl::Velocities;
     });
-    add("alpha", "number", {"ali3"}, "penalty factor (default: 1e6 raised by powers of ten until alpha h^2 / (4 M) >= 50, M the total mass)",
+    add("alpha", "number", {"ali3"}, "penalty factor (default: 1e6 raised by powers of ten until alpha h^2 / (4 M) >= 50 and alpha h^2 / (4 M D) >= 0.1, M the total mass, D the tree depth)",
         [](auto& s, const auto& v, auto&) { s.ali3.alpha = number("alpha", v, false); });
     add("newton_max", "integer", kNewton, "Newton-Raphson iterations per step at most", [](auto& s, const auto& v, auto& f) {
       const int n = integer("newton_max", v, 1);

@@ -321,3 +321,26 @@ TEST(Ali3, EveryShippedModelRunsToItsEndAtDefaultsWithThePenaltyItChose) {
   }
   EXPECT_EQ(ali3_penalty(*share(read_model_file(test::model_path("chain128"))), 0.01), 1e9);  // paper 000's value
 }
+
+// A chain's lowest constraint compliance falls like 1/(M D) (D its depth), faster than 1/M: with
+// rho >= 50 alone the 2,048-link chain got alpha = 1e10 at h = 0.01 and its Newton iteration
+// diverged at 0.48 s (4,096 links: 0.29 s), while 1e11 runs both (measured up to 10 s at 2,048).
+// The depth bound alpha h^2 / (4 M D) >= 0.1 keeps every shorter chain's penalty (1,024 links: 1e10,
+// where 1e9 fails) and raises the longer ones'.
+TEST(Ali3, LongChainsRunAtTheirDefaultPenalty) {
+  EXPECT_EQ(ali3_penalty(make_chain(1024, JointType::Spherical), 0.01), 1e10);
+  EXPECT_EQ(ali3_penalty(make_chain(2048, JointType::Spherical), 0.01), 1e11);
+  EXPECT_EQ(ali3_penalty(make_chain(4096, JointType::Spherical), 0.01), 1e11);
+  EXPECT_EQ(ali3_penalty(make_chain(16384, JointType::Spherical), 0.01), 1e13);
+  const ModelPtr model = share(make_chain(2048, JointType::Spherical));
+  FormulationSettings s;
+  s.dt = 0.01;
+  Simulator sim(model, "ali3", s);
+  RunOptions run;
+  run.t_end = 1.0;
+  run.dt = s.dt;
+  const SimulationResult r = run_simulation(sim, run);
+  EXPECT_TRUE(r.completed()) << r.message;
+  EXPECT_EQ(r.status, "ok") << r.message;
+  EXPECT_EQ(r.diagnostics.at("alpha"), 1e11);
+}

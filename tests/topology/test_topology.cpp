@@ -62,6 +62,15 @@ TEST(Topology, FindsFreeFloatingSubsystems) {
   EXPECT_EQ(t.tree_joint_of(1), -1);
   EXPECT_EQ(t.tree_parent_of(1), kNoBody);
   EXPECT_EQ(t.mobility(), 1 + 9);
+  EXPECT_EQ(t.depth(), 1);  // b0 on ground; b2 one joint from its sub-system's first body b1
+}
+
+// Depth counts spanning-tree joints from a root: n for an n-link chain; on a ladder the rungs
+// hang from ground (1) and each coupler from a rung (2), its other pivots closing loops.
+TEST(Topology, DepthIsTheLongestPathInTheSpanningTree) {
+  EXPECT_EQ(Topology(make_chain(7, JointType::Spherical)).depth(), 7);
+  EXPECT_EQ(Topology(make_ladder(5)).depth(), 2);
+  EXPECT_EQ(Topology(read_model_file(test::model_path("four_bar"))).depth(), 2);
 }
 
 // The sparse rank (a QR of the loop complement, used beyond kDenseRankRows rows) against the

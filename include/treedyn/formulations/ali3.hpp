@@ -53,6 +53,7 @@
 #include <memory>
 
 #include "treedyn/formulation.hpp"
+#include "treedyn/topology.hpp"
 #include "treedyn/threading.hpp"
 
 namespace treedyn {
@@ -74,8 +75,13 @@ struct Ali3Options {
 };
 
 /// The penalty ali3 takes when none is given: 1e6 raised by powers of ten until
-/// rho = alpha h^2 / (4 M) >= 50, M the model's total mass (the effective mass a joint sees is at
-/// most M; the rule measured on every model of the papers, docs/results/compare.md "penalty").
+///   rho = alpha h^2 / (4 M) >= 50  and  alpha h^2 / (4 M D) >= 0.1,
+/// M the model's total mass (the effective mass a joint sees is at most M) and D the spanning
+/// tree's depth (Topology::depth): a chain's lowest constraint compliance falls like 1/(M D)
+/// (1/n^2 for n equal links). The first bound is measured on every model of the papers, the
+/// second on paper 000's chains of 1,024 to 16,384 links (docs/results/compare.md "penalty").
+double ali3_penalty(const Model& model, const Topology& topology, double h);
+/// The same, building the model's Topology.
 double ali3_penalty(const Model& model, double h);
 
 /// Throws std::invalid_argument for a bad option. `external`: loads applied from outside the

@@ -56,7 +56,7 @@ class Ali3 final : public Formulation {
         wrenches_(static_cast<std::size_t>(n_)),
         lambda_(Eigen::VectorXd::Zero(ctx_.constraints.rows())) {
     check(options);
-    if (options_.alpha == 0.0) options_.alpha = ali3_penalty(model_, options_.dt);
+    if (options_.alpha == 0.0) options_.alpha = ali3_penalty(model_, ctx_.topology, options_.dt);
     for (const Body& b : model_.bodies) inertia_inverse_.push_back(b.inertia.inverse());
     if (options.geometric_stiffness) M_check_.assign(static_cast<std::size_t>(n_), Mat7::Zero());
     per_body_.assign(static_cast<std::size_t>(n_), 0.0);
@@ -558,14 +558,18 @@ class Ali3 final : public Formulation {
 
 }  // namespace
 
-double ali3_penalty(const Model& model, double h) {
+double ali3_penalty(const Model& model, const Topology& topology, double h) {
   double total_mass = 0.0;
   for (const Body& b : model.bodies) total_mass += b.mass;
   double alpha = 1e6;
   if (!(h > 0.0) || !(total_mass > 0.0)) return alpha;
-  while (alpha * h * h / (4.0 * total_mass) < 50.0 && alpha < 1e300) alpha *= 10.0;
+  const double depth = std::max(1, topology.depth());
+  auto rho = [&](double a) { return a * h * h / (4.0 * total_mass); };
+  while ((rho(alpha) < 50.0 || rho(alpha) / depth < 0.1) && alpha < 1e300) alpha *= 10.0;
   return alpha;
 }
+
+double ali3_penalty(const Model& model, double h) { return ali3_penalty(model, Topology(model), h); }
 
 std::unique_ptr<Formulation> make_ali3(std::shared_ptr<const Model> model, const Ali3Options& options,
                                        std::shared_ptr<const ExternalLoads> external) {
