@@ -48,10 +48,10 @@ Metrics::Metrics(const Model& model, const ExternalLoads* external)
     : model_(&model), loads_(model, external), constraints_(model) {}
 
 std::vector<ConstraintErrors> Metrics::constraint_errors(double t, const SystemState& state) const {
-  constraints_.evaluate(t, state, blocks_);
-  std::vector<ConstraintErrors> errors(blocks_.size());
-  for (std::size_t k = 0; k < blocks_.size(); ++k) {
-    const ConstraintBlock& b = blocks_[k];
+  std::vector<ConstraintErrors> errors(static_cast<std::size_t>(constraints_.block_count()));
+  for (int k = 0; k < constraints_.block_count(); ++k) {
+    constraints_.evaluate_block(k, t, state, block_, ConstraintParts::without_jdot());
+    const ConstraintBlock& b = block_;
     if (b.size() == 0) continue;
     Vec6 V_P = Vec6::Zero(), V_C = Vec6::Zero(), A_P = Vec6::Zero(), A_C = Vec6::Zero();
     const BodyState& P = state_of(state, b.parent);
@@ -60,9 +60,10 @@ std::vector<ConstraintErrors> Metrics::constraint_errors(double t, const SystemS
     V_C << C.v, C.w;
     A_P << P.a, P.alpha;
     A_C << C.a, C.alpha;
-    errors[k].position = b.phi.norm();
-    errors[k].velocity = (b.J_P * V_P + b.J_C * V_C + b.phi_t).norm();
-    errors[k].acceleration = (b.J_P * A_P + b.J_C * A_C - b.gamma).norm();
+    ConstraintErrors& e = errors[static_cast<std::size_t>(k)];
+    e.position = b.phi.norm();
+    e.velocity = (b.J_P * V_P + b.J_C * V_C + b.phi_t).norm();
+    e.acceleration = (b.J_P * A_P + b.J_C * A_C - b.gamma).norm();
   }
   return errors;
 }
