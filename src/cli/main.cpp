@@ -586,38 +586,61 @@ int bench_scaling(const CompareArgs& a, ScalingOptions o, const std::string& joi
   return CleanStop::exit_code(0);
 }
 
-int info(const std::string& path, const std::vector<std::string>& sets) {
+/// `info` lists this many bodies, joints, drivers and closing joints, and draws the assembly tree
+/// up to kInfoDrawnBodies bodies, unless --all is given.
+constexpr std::size_t kInfoListed = 20;
+constexpr int kInfoDrawnBodies = 64;
+
+/// Prints items [0, count) with `item`, or the first kInfoListed and how many more there are.
+template <class Item>
+void print_listed(std::size_t count, bool all, const char* what, Item&& item) {
+  const std::size_t shown = all ? count : std::min(count, kInfoListed);
+  for (std::size_t k = 0; k < shown; ++k) item(k);
+  if (shown < count) std::printf("  ... and %zu more %s (--all lists every one)\n", count - shown, what);
+}
+
+int info(const std::string& path, const std::vector<std::string>& sets, bool all) {
   const Model model = read_model(path, sets);
   const Topology topo(model);
   const AssemblyTree tree(model, topo);
   std::printf("model %s: %s\n", model.name.c_str(), model.description.c_str());
   std::printf("gravity [%g, %g, %g]\n\n%d bodies:\n", model.gravity.x(), model.gravity.y(), model.gravity.z(),
               model.body_count());
-  for (const Body& b : model.bodies)
+  print_listed(model.bodies.size(), all, "bodies", [&](std::size_t k) {
+    const Body& b = model.bodies[k];
     std::printf("  %-16s mass %-10g at [%g, %g, %g]\n", b.name.c_str(), b.mass, b.position.x(), b.position.y(), b.position.z());
+  });
   std::printf("\n%d joints:\n", model.joint_count());
-  for (const Joint& j : model.joints)
+  print_listed(model.joints.size(), all, "joints", [&](std::size_t k) {
+    const Joint& j = model.joints[k];
     std::printf("  %-16s %-12s %s -> %s\n", j.name.c_str(), to_string(j.type), model.body_name(j.parent).c_str(),
                 model.body_name(j.child).c_str());
+  });
   if (!model.drivers.empty()) {
     std::printf("\n%zu drivers:\n", model.drivers.size());
-    for (const Driver& d : model.drivers)
+    print_listed(model.drivers.size(), all, "drivers", [&](std::size_t k) {
+      const Driver& d = model.drivers[k];
       std::printf("  %-16s joint %s, coordinate %d\n", d.name.c_str(), model.joints[static_cast<std::size_t>(d.joint)].name.c_str(),
                   d.coordinate);
+    });
   }
   std::printf("\nconstraint equations: %d\n", topo.constraint_equations());
   std::printf("Gruebler-Kutzbach mobility: 6*%d - %d = %d\n", model.body_count(), topo.constraint_equations(),
               topo.gruebler_mobility());
   std::printf("Jacobian rank at t0: %d -> mobility %d, redundant constraints %d\n", topo.jacobian_rank(), topo.mobility(),
               topo.redundant_constraints());
-  std::printf("loops: %zu (closing joints:", topo.loop_joints().size());
-  for (int j : topo.loop_joints()) std::printf(" %s", model.joints[static_cast<std::size_t>(j)].name.c_str());
+  const std::vector<int>& loops = topo.loop_joints();
+  const std::size_t named = all ? loops.size() : std::min(loops.size(), kInfoListed);
+  std::printf("loops: %zu (closing joints:", loops.size());
+  for (std::size_t k = 0; k < named; ++k) std::printf(" %s", model.joints[static_cast<std::size_t>(loops[k])].name.c_str());
+  if (named < loops.size()) std::printf(" ... and %zu more", loops.size() - named);
   std::printf(")\nfree-floating sub-systems: %zu\n", topo.floating_subsystems().size());
   const ConsistencyReport c = check_initial_state(model, 1e-6);
   std::printf("initial state: %s (position error %s, velocity error %s)\n", c.consistent() ? "consistent" : "INCONSISTENT",
               sci(c.max_position_error).c_str(), sci(c.max_velocity_error).c_str());
-  std::printf("\nassembly tree: height %d, at most %d handles per node\n%s", tree.height(), tree.max_handles(),
-              tree.to_ascii(model).c_str());
+  std::printf("\nassembly tree: height %d, at most %d handles per node\n", tree.height(), tree.max_handles());
+  if (all || model.body_count() <= kInfoDrawnBodies) std::printf("%s", tree.to_ascii(model).c_str());
+  else std::printf("  (drawn up to %d bodies; --all draws it)\n", kInfoDrawnBodies);
   return 0;
 }
 
@@ -748,8 +771,11 @@ int main(int argc, char** argv) {
   s->footer(list_formulations());
 
   std::string info_path;
+  bool info_all = false;
   auto* i = app.add_subcommand("info", "print bodies, joints, mobility, redundancy, loops and the assembly tree");
   i->add_option("model", info_path, kModelFileHelp)->required()->check(CLI::ExistingFile);
+  i->add_flag("--all", info_all, "list every body, joint, driver and closing joint, and draw the assembly tree, "
+              "however large the model (default: the first 20 of each, the tree up to 64 bodies)");
   std::vector<std::string> info_sets;
   i->add_option("--set", info_sets, "as simulate --set")->allow_extra_args(false)->take_all();
 
@@ -895,7 +921,7 @@ int main(int argc, char** argv) {
     if (*s) return simulate(sim);
     if (*c) return compare(cmp_path, cmp, cmp_t_end, cmp_threads, cmp_assemble, cmp_quiet, cmp_plot);
     if (*bs) return bench_scaling(sc, sc_options, sc_joint, sc_bodies, sc_quiet, sc_plot);
-    if (*i) return info(info_path, info_sets);
+    if (*i) return info(info_path, info_sets, info_all);
     if (*p) {
       plot(plot_dir, false);
       return 0;

@@ -620,6 +620,30 @@ TEST(Cli, NpyResultsPlotLikeCsvAndStayLoadableAfterAFailedWrite) {
   }
 }
 
+// info on a large model lists the first 20 bodies, joints and closing joints and says how many
+// more there are, and draws the assembly tree up to 64 bodies; --all lists and draws everything
+// (a ladder of 4,000 loops printed its 4,000 closing joints on one line, and 8,001 bodies).
+TEST(Cli, InfoSummarisesALargeModelAndListsEverythingWithAll) {
+  const std::string ladder = temp("ladder40.json");  // 81 bars, 121 joints, 40 loops
+  ASSERT_EQ(run("generate ladder -n 40 -o " + ladder).status, 0);
+  const auto brief = run("info " + ladder);
+  ASSERT_EQ(brief.status, 0) << brief.text;
+  EXPECT_NE(brief.text.find("81 bodies:"), std::string::npos) << brief.text;
+  EXPECT_NE(brief.text.find("  ... and 61 more bodies (--all lists every one)"), std::string::npos) << brief.text;
+  EXPECT_NE(brief.text.find("  ... and 101 more joints (--all lists every one)"), std::string::npos) << brief.text;
+  EXPECT_NE(brief.text.find(" ... and 20 more)"), std::string::npos) << brief.text;
+  EXPECT_NE(brief.text.find("mobility 1, redundant constraints 120"), std::string::npos) << brief.text;
+  EXPECT_NE(brief.text.find("(drawn up to 64 bodies; --all draws it)"), std::string::npos) << brief.text;
+  const auto all = run("info " + ladder + " --all");
+  ASSERT_EQ(all.status, 0) << all.text;
+  EXPECT_EQ(all.text.find("more"), std::string::npos) << all.text;
+  EXPECT_EQ(all.text.find("--all draws it"), std::string::npos) << all.text;
+  EXPECT_GT(std::count(all.text.begin(), all.text.end(), '\n'), std::count(brief.text.begin(), brief.text.end(), '\n') + 81 + 100);
+  // A small model is listed whole either way.
+  const auto four_bar = run("info " + treedyn::test::model_path("four_bar"));
+  EXPECT_EQ(four_bar.text.find("more"), std::string::npos) << four_bar.text;
+}
+
 // --set PATH=VALUE changes the model before it is read (simulate, compare, info), validated as
 // the file is; the errors name the override.
 TEST(Cli, SetChangesTheModelAndNamesWhatIsWrong) {
