@@ -87,8 +87,8 @@ std::unique_ptr<Simulator> refined_companion(const Simulator& sim, double t0, co
   FormulationSettings s = sim.settings();
   const std::string& f = sim.formulation_name();
   if (fixed_step(sim)) {
-    if (f == "ali3")  // the same penalty relative to the step: alpha h^2 / (4 M) kept (paper 000, Sect. 4)
-      s.ali3.alpha = 4.0 * (s.ali3.alpha > 0.0 ? s.ali3.alpha : ali3_penalty(sim.model(), s.dt));
+    if (f == "ali3")  // the same penalty relative to the step: alpha h^2 / (4 M) kept (paper 000, Sect. 4),
+      s.ali3.alpha = 4.0 * sim.formulation().diagnostics().at("alpha");  // the one the run chose or was given
     e.setting = s.dt;
     s.dt /= 2.0;
     const int p = e.order = fixed_step_order(f, sim.formulation().integrator());

@@ -157,6 +157,7 @@ Topology::Topology(const Model& model, RankMethod rank_method)
   constexpr int kGroundComponent = -2, kUnreached = -1;
   std::vector<int> component(static_cast<std::size_t>(body_count_), kUnreached);
   std::vector<char> in_tree(model.joints.size(), 0);
+  std::vector<int> depth_of(static_cast<std::size_t>(body_count_), 0);  // tree joints from the root
   // Breadth-first spanning forest: from ground first, then from each unreached body.
   auto grow = [&](int start, int component_id) {
     std::deque<int> queue{start};
@@ -173,6 +174,9 @@ Topology::Topology(const Model& model, RankMethod rank_method)
         tree_joints_.push_back(j);
         tree_joint_of_[static_cast<std::size_t>(next)] = j;
         tree_parent_of_[static_cast<std::size_t>(next)] = body;
+        const int depth = (body == kGround ? 0 : depth_of[static_cast<std::size_t>(body)]) + 1;
+        depth_of[static_cast<std::size_t>(next)] = depth;
+        depth_ = std::max(depth_, depth);
         queue.push_back(next);
       }
     }
@@ -189,17 +193,6 @@ Topology::Topology(const Model& model, RankMethod rank_method)
     if (component[static_cast<std::size_t>(b)] >= 0) floating_[static_cast<std::size_t>(component[static_cast<std::size_t>(b)])].push_back(b);
   for (int j = 0; j < model.joint_count(); ++j)
     if (!in_tree[static_cast<std::size_t>(j)]) loop_joints_.push_back(j);
-  // Depth: tree_joints_ are in breadth-first order, so a body's tree parent is reached before it.
-  std::vector<int> depth_of(static_cast<std::size_t>(body_count_), 0);
-  for (int j : tree_joints_) {
-    const Joint& joint = model.joints[static_cast<std::size_t>(j)];
-    const bool child_reached = joint.child != kGround && tree_joint_of_[static_cast<std::size_t>(joint.child)] == j;
-    const int child = child_reached ? joint.child : joint.parent;  // the body this joint reached
-    const int parent = other_end(joint, child);
-    const int d = (parent == kGround ? 0 : depth_of[static_cast<std::size_t>(parent)]) + 1;
-    depth_of[static_cast<std::size_t>(child)] = d;
-    depth_ = std::max(depth_, d);
-  }
   rank_ = initial_jacobian_rank(model, in_tree, rank_method);
 }
 
