@@ -1,7 +1,14 @@
 // Model files at scale (issue 28): writing and reading the canonical JSON of paper 000's
-// spherical chain of n bodies (treedyn generate chain), from memory, so the disk is not timed.
+// spherical chain of n bodies (treedyn generate chain), from memory, so the disk is not timed;
+// and read_model_file of the file written once to the temporary directory (so in the page cache:
+// what a user's `treedyn simulate chain.json` pays to load it, the disk aside).
 //   build/bench/treedyn_bench_model_files --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "treedyn/generators.hpp"
 #include "treedyn/model_json.hpp"
@@ -29,8 +36,24 @@ void ParseModelJson(benchmark::State& state) {
   state.counters["MB"] = static_cast<double>(text.size()) / 1e6;
 }
 
+void ReadModelFile(benchmark::State& state) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("treedyn_bench_chain_" + std::to_string(state.range(0)) + "_" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  const std::string text =
+      treedyn::write_model_json(treedyn::make_chain(static_cast<int>(state.range(0)), treedyn::JointType::Spherical));
+  std::ofstream(path, std::ios::binary) << text;
+  for (auto _ : state) {
+    const treedyn::Model m = treedyn::read_model_file(path);
+    benchmark::DoNotOptimize(m.bodies.data());
+  }
+  std::filesystem::remove(path);
+  state.counters["MB"] = static_cast<double>(text.size()) / 1e6;
+}
+
 BENCHMARK(WriteModelJson)->RangeMultiplier(4)->Range(1024, 65536)->Unit(benchmark::kMillisecond);
 BENCHMARK(ParseModelJson)->RangeMultiplier(4)->Range(1024, 65536)->Unit(benchmark::kMillisecond);
+BENCHMARK(ReadModelFile)->RangeMultiplier(4)->Range(1024, 65536)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

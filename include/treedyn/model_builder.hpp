@@ -105,6 +105,7 @@ class ModelBuilder {
  public:
   explicit ModelBuilder(std::string name = "model");
 
+  ModelBuilder& name(std::string name);
   ModelBuilder& description(std::string text);
   ModelBuilder& gravity(const Vec3& g);
   ModelBuilder& body(Body body);
@@ -117,11 +118,18 @@ class ModelBuilder {
   ModelBuilder& joint_friction(JointFrictionSpec spec);
   ModelBuilder& driver(DriverSpec spec);
   ModelBuilder& defaults(SimulationDefaults d);
+  /// Room for this many bodies and joints (a capacity, as std::vector::reserve: none are added).
+  ModelBuilder& reserve(std::size_t bodies, std::size_t joints);
 
   /// Resolves names, converts placements to body frames and validates; throws ModelError.
-  Model build() const;
+  Model build() const&;
+  /// The same, moving the builder's bodies into the model rather than copying them (a file's
+  /// reader builds once: 19 MB of bodies at 65,536); the builder is left valid but unspecified.
+  Model build() &&;
 
  private:
+  Model assemble(std::vector<Body> bodies) const;
+
   std::string name_, description_;
   Vec3 gravity_ = Vec3::Zero();
   std::vector<Body> bodies_;

@@ -2,9 +2,18 @@
 #include <map>
 #include "treedyn/model_json.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <set>
+#include <string_view>
 #include <sstream>
 
 #include "treedyn/model_builder.hpp"
@@ -16,57 +25,74 @@ namespace {
 using json = nlohmann::json;
 
 /// A JSON object read with checks: unknown keys and wrong types are errors naming the item.
+/// Reads without allocating (a model file holds one such object per body and per joint: building
+/// the allowed keys as a std::set and each vec3 as a std::vector cost about a tenth of loading
+/// 65,536 bodies).
 class Obj {
  public:
-  Obj(const json& j, std::string who, std::set<std::string> allowed) : j_(j), who_(std::move(who)) {
+  Obj(const json& j, std::string who, std::initializer_list<std::string_view> allowed) : j_(j), who_(std::move(who)) {
     if (!j.is_object()) fail("must be a JSON object");
-    for (const auto& [key, value] : j.items())
-      if (!allowed.count(key)) fail("unknown field '" + key + "'");
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (std::find(allowed.begin(), allowed.end(), std::string_view(it.key())) == allowed.end())
+        fail("unknown field '" + it.key() + "'");
   }
   [[noreturn]] void fail(const std::string& what) const { throw ModelError(who_ + ": " + what); }
   const std::string& who() const { return who_; }
-  bool has(const std::string& key) const { return j_.contains(key); }
-  const json& at(const std::string& key) const {
-    if (!has(key)) fail("missing field '" + key + "'");
-    return j_.at(key);
+  bool has(std::string_view key) const { return find(key) != nullptr; }
+  const json& at(std::string_view key) const {
+    const json* v = find(key);
+    if (!v) fail("missing field '" + std::string(key) + "'");
+    return *v;
   }
-  double number(const std::string& key) const {
+  double number(std::string_view key) const {
     const json& v = at(key);
-    if (!v.is_number()) fail("field '" + key + "' must be a number");
+    if (!v.is_number()) fail("field '" + std::string(key) + "' must be a number");
     return v.get<double>();
   }
-  double number_or(const std::string& key, double fallback) const { return has(key) ? number(key) : fallback; }
-  int integer_or(const std::string& key, int fallback) const {
-    if (!has(key)) return fallback;
-    if (!at(key).is_number_integer()) fail("field '" + key + "' must be an integer");
-    return at(key).get<int>();
+  double number_or(std::string_view key, double fallback) const { return has(key) ? number(key) : fallback; }
+  int integer_or(std::string_view key, int fallback) const {
+    const json* v = find(key);
+    if (!v) return fallback;
+    if (!v->is_number_integer()) fail("field '" + std::string(key) + "' must be an integer");
+    return v->get<int>();
   }
-  std::string string(const std::string& key) const {
+  std::string string(std::string_view key) const {
     const json& v = at(key);
-    if (!v.is_string()) fail("field '" + key + "' must be a string");
+    if (!v.is_string()) fail("field '" + std::string(key) + "' must be a string");
     return v.get<std::string>();
   }
-  std::string string_or(const std::string& key, const std::string& fallback) const {
+  std::string string_or(std::string_view key, const std::string& fallback) const {
     return has(key) ? string(key) : fallback;
   }
-  std::vector<double> numbers(const std::string& key) const {
+  std::vector<double> numbers(std::string_view key) const {
     const json& v = at(key);
-    if (!v.is_array()) fail("field '" + key + "' must be an array of numbers");
+    if (!v.is_array()) fail("field '" + std::string(key) + "' must be an array of numbers");
     std::vector<double> out;
-    for (const auto& x : v) {
-      if (!x.is_number()) fail("field '" + key + "' must be an array of numbers");
-      out.push_back(x.get<double>());
-    }
+    out.reserve(v.size());
+    for (const auto& x : v) out.push_back(number_in(x, key));
     return out;
   }
-  Vec3 vec3(const std::string& key) const {
-    auto v = numbers(key);
-    if (v.size() != 3) fail("field '" + key + "' must have 3 numbers");
-    return {v[0], v[1], v[2]};
+  Vec3 vec3(std::string_view key) const {
+    const json& v = at(key);
+    if (!v.is_array()) fail("field '" + std::string(key) + "' must be an array of numbers");
+    if (v.size() != 3) {
+      for (const auto& x : v) number_in(x, key);  // the type error first, as for any array
+      fail("field '" + std::string(key) + "' must have 3 numbers");
+    }
+    return {number_in(v[0], key), number_in(v[1], key), number_in(v[2], key)};
   }
-  Vec3 vec3_or(const std::string& key, const Vec3& fallback) const { return has(key) ? vec3(key) : fallback; }
+  Vec3 vec3_or(std::string_view key, const Vec3& fallback) const { return has(key) ? vec3(key) : fallback; }
 
  private:
+  const json* find(std::string_view key) const {
+    const auto it = j_.find(key);
+    return it == j_.end() ? nullptr : &*it;
+  }
+  double number_in(const json& x, std::string_view key) const {
+    if (!x.is_number()) fail("field '" + std::string(key) + "' must be an array of numbers");
+    return x.get<double>();
+  }
+
   const json& j_;
   std::string who_;
 };
@@ -258,16 +284,19 @@ void read_force(ModelBuilder& b, const json& j, std::size_t index) {
   }
 }
 
-/// Bodies and joints read while the document is parsed (parse_document): a document holding the
-/// 65,536 bodies of a chain whole cost 2 s to build and free, one item at a time 0.5 s.
+/// Bodies and joints read into the model's builder while the document is parsed
+/// (parse_document): a document holding the 65,536 bodies of a chain whole cost 2 s to build and
+/// free, one item at a time 0.5 s. (Gathered in vectors of their own first, they were copied once
+/// more.)
 struct StreamedItems {
-  std::vector<Body> bodies;
-  std::vector<JointSpec> joints;
+  ModelBuilder builder;
+  std::size_t bodies = 0, joints = 0;
 };
 
-Model from_json(const json& root, const StreamedItems* streamed = nullptr) {
+Model from_json(const json& root, StreamedItems* streamed = nullptr) {
   Obj o(root, "model", {"name", "description", "gravity", "bodies", "joints", "forces", "drivers", "simulation"});
-  ModelBuilder b(o.string_or("name", "model"));
+  ModelBuilder b = streamed ? std::move(streamed->builder) : ModelBuilder();
+  b.name(o.string_or("name", "model"));
   b.description(o.string_or("description", ""));
   b.gravity(o.vec3_or("gravity", Vec3::Zero()));
   auto array = [&](const std::string& key) -> const json& {
@@ -278,12 +307,10 @@ Model from_json(const json& root, const StreamedItems* streamed = nullptr) {
   };
   // Streamed items first; what is left in the document's arrays was not an object (an error).
   const json& bodies = array("bodies");
-  const std::size_t streamed_bodies = streamed ? streamed->bodies.size() : 0;
-  for (std::size_t i = 0; i < streamed_bodies; ++i) b.body(streamed->bodies[i]);
+  const std::size_t streamed_bodies = streamed ? streamed->bodies : 0;
   for (std::size_t i = 0; i < bodies.size(); ++i) b.body(read_body(bodies[i], streamed_bodies + i));
   const json& joints = array("joints");
-  const std::size_t streamed_joints = streamed ? streamed->joints.size() : 0;
-  for (std::size_t i = 0; i < streamed_joints; ++i) b.joint(streamed->joints[i]);
+  const std::size_t streamed_joints = streamed ? streamed->joints : 0;
   for (std::size_t i = 0; i < joints.size(); ++i) b.joint(read_joint(joints[i], streamed_joints + i));
   const json& forces = array("forces");
   for (std::size_t i = 0; i < forces.size(); ++i) read_force(b, forces[i], i);
@@ -302,7 +329,7 @@ Model from_json(const json& root, const StreamedItems* streamed = nullptr) {
     if (s.has("integrator")) d.integrator = s.string("integrator");
     b.defaults(d);
   }
-  return b.build();
+  return std::move(b).build();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -419,7 +446,7 @@ json to_json(const Model& m, bool items = true) {
 /// "number overflow parsing '1e999'" (nlohmann's out_of_range 406 carries no position) as
 /// "line L, column C: the number 1e999 is beyond the range of a double", the position found by
 /// looking for the number in the text.
-std::string number_overflow(const std::string& text, const std::string& what) {
+std::string number_overflow(std::string_view text, const std::string& what) {
   const auto open = what.find('\'');
   const auto close = what.rfind('\'');
   if (open == std::string::npos || close <= open) return "JSON " + what;
@@ -444,7 +471,7 @@ std::string number_overflow(const std::string& text, const std::string& what) {
 
 /// The document; with `items`, the objects of its top-level "bodies" and "joints" arrays are read
 /// into them as they are parsed and left out of the document.
-json parse_document(const std::string& text, const std::string& source, StreamedItems* items = nullptr) {
+json parse_document(std::string_view text, const std::string& source, StreamedItems* items = nullptr) {
   std::string key;       // the top-level key whose value is being parsed
   bool array = false;    // ... and that value is an array
   const json::parser_callback_t stream = [&](int depth, json::parse_event_t event, json& parsed) {
@@ -452,8 +479,8 @@ json parse_document(const std::string& text, const std::string& source, Streamed
     else if (depth == 1 && event == json::parse_event_t::array_start) array = true;
     else if (depth == 2 && event == json::parse_event_t::object_end && array && (key == "bodies" || key == "joints")) {
       try {
-        if (key == "bodies") items->bodies.push_back(read_body(parsed, items->bodies.size()));
-        else items->joints.push_back(read_joint(parsed, items->joints.size()));
+        if (key == "bodies") items->builder.body(read_body(parsed, items->bodies++));
+        else items->builder.joint(read_joint(parsed, items->joints++));
       } catch (const ModelError& e) {
         throw ModelError(source + ": " + e.what());
       }
@@ -462,7 +489,8 @@ json parse_document(const std::string& text, const std::string& source, Streamed
     return true;
   };
   try {
-    return json::parse(text, items ? stream : nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
+    return json::parse(text.data(), text.data() + text.size(), items ? stream : nullptr, /*allow_exceptions=*/true,
+                       /*ignore_comments=*/true);
   } catch (const json::parse_error& e) {
     // e.what() reads "[json.exception.parse_error.101] parse error at line L, column C: ..."
     std::string what = e.what();
@@ -550,10 +578,61 @@ ModelOverride parse_override(const std::string& text) {
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
-Model parse_model_json(const std::string& text, const std::string& source, const std::vector<ModelOverride>& overrides) {
+namespace {
+
+/// How often `word` occurs in `text` (an upper bound on the items that must have it).
+std::size_t occurrences(std::string_view text, std::string_view word) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(word); at != std::string_view::npos; at = text.find(word, at + word.size())) ++n;
+  return n;
+}
+
+/// A model file's text, mapped into memory read-only (reading it into a buffer, a copy of every
+/// byte, was 8 % of loading a 30 MB file); an empty file has no mapping. POSIX.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw ModelError(path + ": cannot open the model file (" + std::strerror(errno) + ")");
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw ModelError(path + ": cannot read the model file (not a regular file)");
+    }
+    size_ = static_cast<std::size_t>(st.st_size);
+    if (size_ > 0) {
+      void* data = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+      if (data == MAP_FAILED) {
+        const int error = errno;
+        ::close(fd);
+        throw ModelError(path + ": cannot read the model file (" + std::strerror(error) + ")");
+      }
+      data_ = static_cast<const char*>(data);
+    }
+    ::close(fd);  // the mapping stays
+  }
+  ~MappedFile() {
+    if (data_) ::munmap(const_cast<char*>(data_), size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  std::string_view text() const { return {data_, size_}; }
+
+ private:
+  const char* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+/// parse_model_json of text anywhere in memory.
+Model parse_model_text(std::string_view text, const std::string& source, const std::vector<ModelOverride>& overrides) {
   // Overrides edit the whole document; without them, bodies and joints are read as they come.
   StreamedItems items;
   StreamedItems* streamed = overrides.empty() ? &items : nullptr;
+  if (streamed) {  // room for them, counted from keys every body and every joint has (growing as they
+    // came cost 7 % of loading 65,536 bodies); at most one per 32 bytes, the least a body or joint takes
+    const std::size_t most = text.size() / 32;
+    items.builder.reserve(std::min(occurrences(text, "\"mass\""), most), std::min(occurrences(text, "\"child\""), most));
+  }
   json root = parse_document(text, source, streamed);  // its errors name the source
   for (const ModelOverride& o : overrides) {
     try {
@@ -569,7 +648,13 @@ Model parse_model_json(const std::string& text, const std::string& source, const
   }
 }
 
-Model parse_model_json(const std::string& text, const std::string& source) { return parse_model_json(text, source, {}); }
+}  // namespace
+
+Model parse_model_json(const std::string& text, const std::string& source, const std::vector<ModelOverride>& overrides) {
+  return parse_model_text(text, source, overrides);
+}
+
+Model parse_model_json(const std::string& text, const std::string& source) { return parse_model_text(text, source, {}); }
 
 Model read_model_file(const std::string& path, const std::vector<ModelOverride>& overrides,
                       std::vector<std::string>* import_warnings) {
@@ -579,14 +664,8 @@ Model read_model_file(const std::string& path, const std::vector<ModelOverride>&
       import_warnings->insert(import_warnings->end(), imported.warnings.begin(), imported.warnings.end());
     return std::move(imported.model);
   }
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw ModelError(path + ": cannot open the model file");
-  // Read whole in one call (a stringstream grows and copies: 1.4 s of a 113 MB model).
-  std::string text(static_cast<std::size_t>(std::max<std::streamoff>(in.tellg(), 0)), '\0');
-  in.seekg(0);
-  if (!in.read(text.data(), static_cast<std::streamsize>(text.size())))
-    throw ModelError(path + ": cannot read the model file");
-  return parse_model_json(text, path, overrides);
+  const MappedFile file(path);
+  return parse_model_text(file.text(), path, overrides);
 }
 
 Model read_model_file(const std::string& path, const std::vector<ModelOverride>& overrides) {

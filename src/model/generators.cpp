@@ -30,7 +30,7 @@ Model make_chain(int bodies, JointType joint) {
                           body.name, {static_cast<double>(i), 0.0, 0.0}, Vec3::UnitZ()));
   }
   b.defaults({.t_end = 10.0, .dt = 0.01, .formulation = std::nullopt, .integrator = std::nullopt});
-  return b.build();
+  return std::move(b).build();
 }
 
 Model make_spinning_bar_chain(int bodies, unsigned seed) {
@@ -57,7 +57,7 @@ Model make_spinning_bar_chain(int bodies, unsigned seed) {
                           i == 0 ? "ground" : "bar" + std::to_string(i), body.name, {0.0, 0.0, -i * L}, Vec3::UnitZ()));
   }
   b.defaults({.t_end = 3.0, .dt = 1e-3, .formulation = "half-implicit", .integrator = std::nullopt});
-  return b.build();
+  return std::move(b).build();
 }
 
 Model make_ladder(int loops) {
@@ -99,7 +99,7 @@ Model make_ladder(int loops) {
                           Vec3::UnitZ()));
   }
   b.defaults({.t_end = 5.0, .dt = 0.01, .formulation = std::nullopt, .integrator = std::nullopt});
-  return b.build();
+  return std::move(b).build();
 }
 
 }  // namespace treedyn

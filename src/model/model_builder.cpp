@@ -5,6 +5,7 @@
 #include <set>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <sstream>
 
 namespace treedyn {
@@ -56,17 +57,25 @@ class NameIndex {
   std::unordered_map<std::string_view, int> index_;
 };
 
+/// An item that refers to others, for its problems: its kind ("joint") and name, put together
+/// only when there is a problem to report (not once per joint of a large model).
+struct Referrer {
+  const char* kind;
+  const std::string& name;
+  std::string who() const { return std::string(kind) + " '" + name + "'"; }
+};
+
 /// Resolves a body name; records a problem (and returns nullopt) when unknown.
-std::optional<int> resolve_body(const NameIndex& bodies, const std::string& name, const std::string& who, Problems& p) {
+std::optional<int> resolve_body(const NameIndex& bodies, const std::string& name, const Referrer& by, Problems& p) {
   if (name == kGroundName) return kGround;
   if (const auto i = bodies.find(name)) return i;
-  p.add(who + ": unknown body '" + name + "'");
+  p.add(by.who() + ": unknown body '" + name + "'");
   return std::nullopt;
 }
 
-std::optional<int> resolve_joint(const NameIndex& joints, const std::string& name, const std::string& who, Problems& p) {
+std::optional<int> resolve_joint(const NameIndex& joints, const std::string& name, const Referrer& by, Problems& p) {
   if (const auto i = joints.find(name)) return i;
-  p.add(who + ": unknown joint '" + name + "'");
+  p.add(by.who() + ": unknown joint '" + name + "'");
   return std::nullopt;
 }
 
@@ -90,63 +99,62 @@ Vec3 point_in_body(const std::vector<Body>& bodies, int body, const PointSpec& p
 
 /// The joint frame (global) of a global placement; records problems with the axes.
 std::optional<Frame> global_joint_frame(const JointSpec& spec, const GlobalPlacement& g, Problems& p) {
-  const std::string who = "joint '" + spec.name + "'";
+  const auto who = [&] { return Referrer{"joint", spec.name}.who(); };
   if (!finite(g.location) || !finite(g.axis)) {
-    p.add(who + ": location and axis must be finite");
+    p.add(who() + ": location and axis must be finite");
     return std::nullopt;
   }
   if (g.axis.norm() < 1e-12) {
-    p.add(who + ": axis is zero");
+    p.add(who() + ": axis is zero");
     return std::nullopt;
   }
   Vec3 x_hint = any_perpendicular(Vec3(g.axis.normalized()));
   if (g.axis2) {
     if (!finite(*g.axis2) || g.axis2->norm() < 1e-12) {
-      p.add(who + ": axis2 is zero");
+      p.add(who() + ": axis2 is zero");
       return std::nullopt;
     }
     const double c = g.axis.normalized().dot(g.axis2->normalized());
     if (spec.type == JointType::Universal && std::abs(c) > 1e-6) {
-      p.add(who + ": a universal joint's two axes must be perpendicular (cosine " + fmt(c) + ")");
+      p.add(who() + ": a universal joint's two axes must be perpendicular (cosine " + fmt(c) + ")");
       return std::nullopt;
     }
     if (std::abs(std::abs(c) - 1.0) < 1e-9) {
-      p.add(who + ": axis2 is parallel to axis");
+      p.add(who() + ": axis2 is parallel to axis");
       return std::nullopt;
     }
     x_hint = *g.axis2;
   } else if (spec.type == JointType::Universal) {
-    p.add(who + ": a universal joint needs 'axis2', its second (child) axis");
+    p.add(who() + ": a universal joint needs 'axis2', its second (child) axis");
     return std::nullopt;
   }
   return Frame{g.location, frame_from_z(Vec3(g.axis), x_hint)};
 }
 
-void check_rotation(const Mat3& R, const std::string& who, Problems& p) {
-  if (!R.allFinite() || (R.transpose() * R - Mat3::Identity()).norm() > 1e-9 || R.determinant() < 0.0)
-    p.add(who + ": frame orientation is not a proper rotation");
+bool proper_rotation(const Mat3& R) {
+  return R.allFinite() && (R.transpose() * R - Mat3::Identity()).norm() <= 1e-9 && R.determinant() >= 0.0;
 }
 
 void check_inertia(const Body& b, Problems& p) {
-  const std::string who = "body '" + b.name + "'";
+  const auto who = [&] { return "body '" + b.name + "'"; };
   const Mat3& J = b.inertia;
   if (!J.allFinite()) {
-    p.add(who + ": inertia has non-finite entries");
+    p.add(who() + ": inertia has non-finite entries");
     return;
   }
   const double scale = std::max(J.cwiseAbs().maxCoeff(), 1e-300);
   if ((J - J.transpose()).cwiseAbs().maxCoeff() > 1e-9 * scale) {
-    p.add(who + ": inertia matrix is not symmetric");
+    p.add(who() + ": inertia matrix is not symmetric");
     return;
   }
   const Vec3 moments = Eigen::SelfAdjointEigenSolver<Mat3>(J).eigenvalues();
   if (moments.minCoeff() <= 0.0) {
-    p.add(who + ": inertia is not positive definite (principal moments " + fmt(moments) + ")");
+    p.add(who() + ": inertia is not positive definite (principal moments " + fmt(moments) + ")");
     return;
   }
   // Principal moments of a real body satisfy J1 + J2 >= J3 for every ordering.
   if (moments(0) + moments(1) < moments(2) * (1.0 - 1e-9))
-    p.add(who + ": principal moments " + fmt(moments) + " violate the triangle inequality (J1 + J2 >= J3)");
+    p.add(who() + ": principal moments " + fmt(moments) + " violate the triangle inequality (J1 + J2 >= J3)");
 }
 
 /// Masses or inertias so far apart that no formulation can resolve them in double precision (a
@@ -176,18 +184,21 @@ void check_mass_range(const Model& m, Problems& p) {
           " apart is refused (double precision cannot resolve it): check the units");
 }
 
-void check_unique(const std::vector<std::string>& names, const std::string& kind, Problems& p) {
-  std::set<std::string> seen;
+void check_unique(const std::vector<std::string_view>& names, const std::string& kind, Problems& p) {
+  std::unordered_set<std::string_view> seen;
+  seen.reserve(names.size());
   for (const auto& n : names) {
     if (n.empty()) p.add(kind + " with an empty name");
-    else if (!seen.insert(n).second) p.add("duplicate " + kind + " name '" + n + "'");
+    else if (!seen.insert(n).second) p.add("duplicate " + kind + " name '" + std::string(n) + "'");
   }
 }
 
+/// The items' names, referring to them (they must outlive the list).
 template <class T>
-std::vector<std::string> names_of(const std::vector<T>& items) {
-  std::vector<std::string> out;
-  for (const auto& i : items) out.push_back(i.name);
+std::vector<std::string_view> names_of(const std::vector<T>& items) {
+  std::vector<std::string_view> out;
+  out.reserve(items.size());
+  for (const auto& i : items) out.emplace_back(i.name);
   return out;
 }
 
@@ -230,20 +241,20 @@ void validate(const Model& m) {
   for (const auto& n : body_names)
     if (n == kGroundName) p.add("'ground' is the implicit fixed body and cannot be defined");
   check_unique(names_of(m.joints), "joint", p);
-  std::vector<std::string> element_names;
+  std::vector<std::string_view> element_names;
   for (const auto& v : {names_of(m.springs), names_of(m.rotational_springs), names_of(m.body_forces),
                         names_of(m.body_torques), names_of(m.actuators), names_of(m.frictions), names_of(m.drivers)})
     element_names.insert(element_names.end(), v.begin(), v.end());
   check_unique(element_names, "force element or driver", p);
 
-  for (const Body& b : m.bodies) {
-    const std::string who = "body '" + b.name + "'";
-    if (!(b.mass > 0.0) || !std::isfinite(b.mass)) p.add(who + ": mass must be positive and finite (got " + fmt(b.mass) + ")");
+  for (const Body& b : m.bodies) {  // names put together only for a problem (65,536 of them otherwise)
+    const auto who = [&] { return "body '" + b.name + "'"; };
+    if (!(b.mass > 0.0) || !std::isfinite(b.mass)) p.add(who() + ": mass must be positive and finite (got " + fmt(b.mass) + ")");
     check_inertia(b, p);
     if (!finite(b.position) || !finite(b.velocity) || !finite(b.angular_velocity))
-      p.add(who + ": initial position and velocities must be finite");
+      p.add(who() + ": initial position and velocities must be finite");
     if (!b.orientation.coeffs().allFinite() || std::abs(b.orientation.norm() - 1.0) > 1e-9)
-      p.add(who + ": orientation quaternion must have unit norm (norm " + fmt(b.orientation.norm()) + ")");
+      p.add(who() + ": orientation quaternion must have unit norm (norm " + fmt(b.orientation.norm()) + ")");
   }
 
   check_mass_range(m, p);
@@ -252,18 +263,18 @@ void validate(const Model& m) {
   auto valid_body = [&](int i) { return i == kGround || (i >= 0 && i < nb); };
   std::vector<int> joint_count_of_body(static_cast<std::size_t>(nb), 0);
   for (const Joint& j : m.joints) {
-    const std::string who = "joint '" + j.name + "'";
+    const auto who = [&] { return "joint '" + j.name + "'"; };
     if (!valid_body(j.parent) || !valid_body(j.child)) {
-      p.add(who + ": parent or child index out of range");
+      p.add(who() + ": parent or child index out of range");
       continue;
     }
     if (j.parent == j.child)
-      p.add(who + ": connects " + (j.parent == kGround ? std::string("ground") : "body '" + m.body_name(j.parent) + "'") +
+      p.add(who() + ": connects " + (j.parent == kGround ? std::string("ground") : "body '" + m.body_name(j.parent) + "'") +
             " to itself");
-    if (j.child == kGround) p.add(who + ": the child cannot be ground (make ground the parent)");
-    check_rotation(j.parent_frame.rotation, who + " (parent frame)", p);
-    check_rotation(j.child_frame.rotation, who + " (child frame)", p);
-    if (!finite(j.parent_frame.origin) || !finite(j.child_frame.origin)) p.add(who + ": frame origins must be finite");
+    if (j.child == kGround) p.add(who() + ": the child cannot be ground (make ground the parent)");
+    if (!proper_rotation(j.parent_frame.rotation)) p.add(who() + " (parent frame): frame orientation is not a proper rotation");
+    if (!proper_rotation(j.child_frame.rotation)) p.add(who() + " (child frame): frame orientation is not a proper rotation");
+    if (!finite(j.parent_frame.origin) || !finite(j.child_frame.origin)) p.add(who() + ": frame origins must be finite");
     for (int b : {j.parent, j.child})
       if (b != kGround) ++joint_count_of_body[static_cast<std::size_t>(b)];
   }
@@ -319,6 +330,7 @@ void validate(const Model& m) {
 // ---------------------------------------------------------------------------------------------
 
 ModelBuilder::ModelBuilder(std::string name) : name_(std::move(name)) {}
+ModelBuilder& ModelBuilder::name(std::string name) { name_ = std::move(name); return *this; }
 ModelBuilder& ModelBuilder::description(std::string text) { description_ = std::move(text); return *this; }
 ModelBuilder& ModelBuilder::gravity(const Vec3& g) { gravity_ = g; return *this; }
 ModelBuilder& ModelBuilder::body(Body b) { bodies_.push_back(std::move(b)); return *this; }
@@ -331,14 +343,22 @@ ModelBuilder& ModelBuilder::joint_actuator(JointActuatorSpec s) { actuators_.pus
 ModelBuilder& ModelBuilder::joint_friction(JointFrictionSpec s) { frictions_.push_back(std::move(s)); return *this; }
 ModelBuilder& ModelBuilder::driver(DriverSpec s) { drivers_.push_back(std::move(s)); return *this; }
 ModelBuilder& ModelBuilder::defaults(SimulationDefaults d) { defaults_ = std::move(d); return *this; }
+ModelBuilder& ModelBuilder::reserve(std::size_t bodies, std::size_t joints) {
+  bodies_.reserve(bodies);
+  joints_.reserve(joints);
+  return *this;
+}
 
-Model ModelBuilder::build() const {
+Model ModelBuilder::build() const& { return assemble(bodies_); }
+Model ModelBuilder::build() && { return assemble(std::move(bodies_)); }
+
+Model ModelBuilder::assemble(std::vector<Body> bodies) const {
   Problems p;
   Model m;
   m.name = name_;
   m.description = description_;
   m.gravity = gravity_;
-  m.bodies = bodies_;
+  m.bodies = std::move(bodies);
   m.defaults = defaults_;
   for (Body& b : m.bodies) {  // accept quaternions within 1e-6 of unit norm, store them normalised
     const double deviation = std::abs(b.orientation.norm() - 1.0);  // (left alone when already unit, so
@@ -347,8 +367,9 @@ Model ModelBuilder::build() const {
   }
   const NameIndex body_names(m.bodies), joint_names(joints_);
 
+  m.joints.reserve(joints_.size());
   for (const JointSpec& s : joints_) {
-    const std::string who = "joint '" + s.name + "'";
+    const Referrer who{"joint", s.name};
     auto parent = resolve_body(body_names, s.parent, who, p);
     auto child = resolve_body(body_names, s.child, who, p);
     Joint j{s.name, s.type, parent.value_or(kGround), child.value_or(kGround), {}, {}};
@@ -365,11 +386,11 @@ Model ModelBuilder::build() const {
       j.parent_frame = f.parent;
       j.child_frame = f.child;
     }
-    if (parent && child) m.joints.push_back(j);
+    if (parent && child) m.joints.push_back(std::move(j));
   }
 
   for (const auto& s : springs_) {
-    const std::string who = "spring_damper '" + s.name + "'";
+    const Referrer who{"spring_damper", s.name};
     auto a = resolve_body(body_names, s.body_a, who, p);
     auto b = resolve_body(body_names, s.body_b, who, p);
     if (!a || !b) continue;
@@ -384,25 +405,25 @@ Model ModelBuilder::build() const {
     m.springs.push_back(e);
   }
   for (const auto& s : rotational_springs_)
-    if (auto j = resolve_joint(joint_names, s.joint, "rotational_spring_damper '" + s.name + "'", p))
+    if (auto j = resolve_joint(joint_names, s.joint, Referrer{"rotational_spring_damper", s.name}, p))
       m.rotational_springs.push_back({s.name, *j, s.coordinate, s.stiffness, s.damping, s.free_angle});
   for (const auto& s : body_forces_) {
-    auto b = resolve_body(body_names, s.body, "body_force '" + s.name + "'", p);
+    auto b = resolve_body(body_names, s.body, Referrer{"body_force", s.name}, p);
     if (!b) continue;
     const Vec3 point = s.point ? point_in_body(m.bodies, *b, *s.point) : Vec3::Zero();
     m.body_forces.push_back({s.name, *b, s.vector, s.function, s.frame, point});
   }
   for (const auto& s : body_torques_)
-    if (auto b = resolve_body(body_names, s.body, "body_torque '" + s.name + "'", p))
+    if (auto b = resolve_body(body_names, s.body, Referrer{"body_torque", s.name}, p))
       m.body_torques.push_back({s.name, *b, s.vector, s.function, s.frame});
   for (const auto& s : actuators_)
-    if (auto j = resolve_joint(joint_names, s.joint, "joint_actuator '" + s.name + "'", p))
+    if (auto j = resolve_joint(joint_names, s.joint, Referrer{"joint_actuator", s.name}, p))
       m.actuators.push_back({s.name, *j, s.coordinate, s.function});
   for (const auto& s : frictions_)
-    if (auto j = resolve_joint(joint_names, s.joint, "coulomb_friction '" + s.name + "'", p))
+    if (auto j = resolve_joint(joint_names, s.joint, Referrer{"coulomb_friction", s.name}, p))
       m.frictions.push_back({s.name, *j, s.coefficient});
   for (const auto& s : drivers_)
-    if (auto j = resolve_joint(joint_names, s.joint, "driver '" + s.name + "'", p))
+    if (auto j = resolve_joint(joint_names, s.joint, Referrer{"driver", s.name}, p))
       m.drivers.push_back({s.name, *j, s.coordinate, s.function});
 
   p.throw_if_any();

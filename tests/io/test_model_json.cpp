@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <unistd.h>
 
 #include "support.hpp"
 #include "treedyn/model_builder.hpp"
@@ -142,6 +144,35 @@ TEST(ModelJson, ALargeModelIsWrittenCompactlyAndReadBackExactly) {
   EXPECT_NE(error_of(R"({"bodies": [{"name": "a", "mass": 1, "inertia": [1, 1, 1]}, 3]})").find("bodies[1]"), std::string::npos);
   EXPECT_NE(error_of(R"({"bodies": {"a": {"name": "a"}}})").find("field 'bodies' must be an array"), std::string::npos);
   EXPECT_NE(error_of(R"({"bodies": [{"name": "a", "mass": -1, "inertia": [1, 1, 1]}]})").find("m.json: "), std::string::npos);
+}
+
+// read_model_file maps the file; what cannot be read is an error naming the path, and what is
+// read is the model its text gives.
+TEST(ModelJson, FilesAreReadWholeAndTheirProblemsNameThePath) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("treedyn_read_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto error_of_file = [](const std::string& path) {
+    try {
+      read_model_file(path);
+    } catch (const ModelError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string missing = (dir / "missing.json").string();
+  EXPECT_NE(error_of_file(missing).find(missing + ": cannot open the model file"), std::string::npos) << error_of_file(missing);
+  EXPECT_NE(error_of_file(dir.string()).find("not a regular file"), std::string::npos) << error_of_file(dir.string());
+  const std::string empty = (dir / "empty.json").string();
+  { std::ofstream(empty).flush(); }
+  EXPECT_NE(error_of_file(empty).find(empty + ": JSON"), std::string::npos) << error_of_file(empty);
+  const std::string chain = (dir / "chain.json").string();
+  const Model written = make_chain(3000, JointType::Spherical);
+  { std::ofstream(chain) << write_model_json(written); }
+  EXPECT_EQ(read_model_file(chain), written);
+  const std::string pendulum = (dir / "pendulum.json").string();
+  { std::ofstream(pendulum) << kPendulum; }
+  EXPECT_EQ(read_model_file(pendulum), parse_model_json(kPendulum));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ModelJson, ACallbackFunctionCannotBeWritten) {

@@ -120,6 +120,32 @@ TEST(ModelBuilder, RejectsUnknownAndDuplicateNames) {
   ModelBuilder c = double_pendulum();
   c.body(link("A", {0, 1, 0}));
   EXPECT_NE(error_of(c).find("duplicate body name 'A'"), std::string::npos);
+  // Each problem names its item (the names are put together only when there is one).
+  EXPECT_NE(e.find("joint 'j2': unknown body 'Bx'"), std::string::npos) << e;
+  ModelBuilder d = double_pendulum();
+  d.joint(JointSpec::at("j1", JointType::Revolute, "A", "B", {1, 0, 0}));
+  EXPECT_NE(error_of(d).find("duplicate joint name 'j1'"), std::string::npos) << error_of(d);
+  ModelBuilder f = double_pendulum();
+  f.joint_friction({"fr", "j9", 0.1});
+  EXPECT_NE(error_of(f).find("coulomb_friction 'fr': unknown joint 'j9'"), std::string::npos) << error_of(f);
+  ModelBuilder r = double_pendulum();
+  Mat3 mirror = Mat3::Identity();
+  mirror(2, 2) = -1.0;
+  r.joint({"j3", JointType::Revolute, "ground", "B", FramePlacement{Frame{Vec3::Zero(), mirror}, Frame{}}});
+  EXPECT_NE(error_of(r).find("joint 'j3' (parent frame): frame orientation is not a proper rotation"), std::string::npos)
+      << error_of(r);
+}
+
+// build() of a temporary moves the bodies into the model (the file reader's path); the model is
+// the one a copy would give.
+TEST(ModelBuilder, BuildingFromATemporaryGivesTheSameModel) {
+  const ModelBuilder b = double_pendulum();
+  const Model copied = b.build();
+  ModelBuilder moved = double_pendulum();
+  moved.reserve(10, 10);  // a capacity only
+  EXPECT_EQ(std::move(moved).build(), copied);
+  EXPECT_EQ(copied.body_count(), 2);
+  EXPECT_EQ(b.build(), copied);  // building from a kept builder leaves it whole
 }
 
 TEST(ModelBuilder, RejectsZeroAxisAndNonPerpendicularUniversalAxes) {
