@@ -1,7 +1,8 @@
 // Model files at scale (issue 28): writing and reading the canonical JSON of paper 000's
 // spherical chain of n bodies (treedyn generate chain), from memory, so the disk is not timed;
 // and read_model_file of the file written once to the temporary directory (so in the page cache:
-// what a user's `treedyn simulate chain.json` pays to load it, the disk aside).
+// what a user's `treedyn simulate chain.json` pays to load it, the disk aside); and one sample's
+// rows of the result files.
 //   build/bench/treedyn_bench_model_files --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
@@ -11,7 +12,9 @@
 #include <fstream>
 
 #include "treedyn/generators.hpp"
+#include "treedyn/kinematics.hpp"
 #include "treedyn/model_json.hpp"
+#include "treedyn/result_writer.hpp"
 
 namespace {
 
@@ -51,9 +54,33 @@ void ReadModelFile(benchmark::State& state) {
   state.counters["MB"] = static_cast<double>(text.size()) / 1e6;
 }
 
+// One sample's rows of the result files (trajectory.csv and metrics.csv: 13 numbers a body, 3 a
+// joint) as a run writes them, the headers written before the timing.
+void WriteResultRow(benchmark::State& state) {
+  const treedyn::Model chain = treedyn::make_chain(static_cast<int>(state.range(0)), treedyn::JointType::Spherical);
+  const std::string directory = (std::filesystem::temp_directory_path() /
+                                 ("treedyn_bench_rows_" + std::to_string(state.range(0)) + "_" + std::to_string(::getpid())))
+                                    .string();
+  treedyn::Snapshot snapshot;
+  snapshot.bodies = treedyn::initial_state(chain);
+  treedyn::MetricsSample metrics;
+  metrics.joints.assign(chain.joints.size(), treedyn::ConstraintErrors{1.25e-9, 3.5e-8, 0.125});
+  {
+    treedyn::ResultWriter writer(chain, directory);
+    writer.write(snapshot, metrics, {});  // the headers and a first row
+    for (auto _ : state) {
+      snapshot.t += 1e-3;
+      writer.write(snapshot, metrics, {});
+    }
+  }
+  std::filesystem::remove_all(directory);
+  state.counters["numbers"] = static_cast<double>(13 * chain.bodies.size() + 3 * chain.joints.size());
+}
+
 BENCHMARK(WriteModelJson)->RangeMultiplier(4)->Range(1024, 65536)->Unit(benchmark::kMillisecond);
 BENCHMARK(ParseModelJson)->RangeMultiplier(4)->Range(1024, 65536)->Unit(benchmark::kMillisecond);
 BENCHMARK(ReadModelFile)->RangeMultiplier(4)->Range(1024, 65536)->Unit(benchmark::kMillisecond);
+BENCHMARK(WriteResultRow)->RangeMultiplier(4)->Range(1024, 65536)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

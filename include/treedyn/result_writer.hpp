@@ -69,15 +69,22 @@ class ResultWriter : public SampleSink {
   struct Output {
     std::string path;
     std::FILE* file = nullptr;
-    long good = 0;                     // bytes of whole rows written and flushed
-    std::vector<std::string> columns;  // "name [unit]"
-    std::vector<double> row;           // the row being written (reused)
+    long good = 0;                 // bytes of whole rows written and flushed
+    std::size_t columns = 0;       // in the header
+    std::vector<double> row;       // the row being written (reused)
+    std::string text;              // CSV text on its way to the file, a piece at a time (reused)
+    int error = 0;                 // the system's error of the first write that failed, if any
   };
   struct Held {
     Snapshot snapshot;
     MetricsSample metrics;
     SolverStats stats;
   };
+  /// Calls column(table, pieces, unit) for every column in order: out_[table] gets the column
+  /// named by the pieces put together, "<pieces> [<unit>]" (built by no one: a 65,536-body run's
+  /// 1.3 million names as strings cost 1 KB of memory a body and a second to write).
+  template <class Column>
+  void visit_columns(bool with_reactions, bool with_efforts, Column&& column) const;
   void write_headers(bool with_reactions, bool with_efforts);
   void write_row(const Snapshot& snapshot, const MetricsSample& metrics, const SolverStats& stats);
   /// Flushes every file (a .npy's header then says `rows`); on a failure cuts them all back to the

@@ -131,10 +131,13 @@ int sparse_jacobian_rank(const Model& model, const std::vector<char>& in_tree) {
 }
 #endif
 
-/// Rank of the constraint Jacobian at the initial configuration.
+/// Rank of the constraint Jacobian at the initial configuration. Without loop-closing joints or
+/// drivers it is the spanning tree's row count, with nothing to evaluate (loop_complement): a
+/// chain of 65,536 bodies evaluated every joint's rows for it, 0.7 s of its set-up.
 int initial_jacobian_rank(const Model& model, const std::vector<char>& in_tree, RankMethod method) {
-  if (method == RankMethod::Automatic)
-    method = loop_row_count(model, in_tree) <= kDenseRankRows ? RankMethod::Dense : RankMethod::Sparse;
+  const int loop_rows = loop_row_count(model, in_tree);
+  if (loop_rows == 0) return model.constraint_equation_count();
+  if (method == RankMethod::Automatic) method = loop_rows <= kDenseRankRows ? RankMethod::Dense : RankMethod::Sparse;
   return method == RankMethod::Dense ? dense_jacobian_rank(model, in_tree) : sparse_jacobian_rank(model, in_tree);
 }
 

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <sstream>
 
 #include "support.hpp"
@@ -120,6 +122,47 @@ TEST(Simulation, SummaryAndCsvHoldTheDocumentedFields) {
                              "joint4.acceleration_error [m/s^2|rad/s^2]", "joint1.fx [N]", "joint1.tz [N m]"})
     EXPECT_NE(header.find(column), std::string::npos) << column;
   EXPECT_EQ(lines_in(dir + "/metrics.csv"), 12u);
+}
+
+// The CSV cells are what printf's "%.12g" writes (the writer formats with std::to_chars in that
+// style, in pieces): checked on awkward numbers and on rows longer than the pieces it writes.
+TEST(Simulation, CsvCellsAreWhatPrintfWritesWithTwelveDigits) {
+  const Model m = make_chain(3000, JointType::Spherical);  // a trajectory row of 39,001 numbers
+  const std::string dir = ::testing::TempDir() + "/treedyn_cells";
+  std::filesystem::remove_all(dir);
+  Snapshot s;
+  s.bodies = initial_state(m);
+  const double awkward[] = {1.0 / 3.0, -0.0, 1e-300, 4.9406564584124654e-324, 123456789012345.0, -2.5e21,
+                            std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN(), 0.1, 1e-5};
+  for (std::size_t i = 0; i < s.bodies.size(); ++i) {
+    BodyState& b = s.bodies[i];
+    b.r.x() = awkward[i % std::size(awkward)] * (i % 7 == 0 ? 1.0 : 1.0 + 1e-9 * static_cast<double>(i));
+  }
+  MetricsSample metrics;
+  metrics.joints.assign(m.joints.size(), ConstraintErrors{1.0 / 7.0, 2e-17, 3.0});
+  {
+    ResultWriter writer(m, dir);
+    writer.write(s, metrics, {});
+    writer.finish(SimulationResult{});
+  }
+  std::ifstream trajectory(dir + "/trajectory.csv");
+  std::string header, row;
+  std::getline(trajectory, header);
+  std::getline(trajectory, row);
+  std::string wanted = "0";
+  char cell[64];
+  for (const BodyState& b : s.bodies) {
+    for (double v : {b.r.x(), b.r.y(), b.r.z(), b.q.w(), b.q.x(), b.q.y(), b.q.z(), b.v.x(), b.v.y(), b.v.z(), b.w.x(), b.w.y(),
+                     b.w.z()}) {
+      std::snprintf(cell, sizeof cell, ",%.12g", v);
+      wanted += cell;
+    }
+  }
+  EXPECT_EQ(std::count(header.begin(), header.end(), ','), 13 * 3000);
+  EXPECT_EQ(row.size(), wanted.size());
+  EXPECT_TRUE(row == wanted) << "the first difference at character "
+                             << std::mismatch(row.begin(), row.end(), wanted.begin(), wanted.end()).first - row.begin();
+  EXPECT_EQ(header.substr(0, 30), "t [s],link1.x [m],link1.y [m],");
 }
 
 TEST(Metrics, KineticEnergyOfARotatingBody) {
