@@ -190,7 +190,7 @@ class HandleTree {
     };
     std::vector<Source> from;  // per handle
     int m = 0;                 // equations eliminated here
-    Single single;             // used when exactly one joint is eliminated
+    Single* single = nullptr;  // when exactly one joint is eliminated (uses_single), in singles_: leaves have none
     std::unique_ptr<Multiple> multiple;  // used when several are (held apart: most nodes eliminate one joint)
     int size() const { return static_cast<int>(handles.size()); }
     Mat& k(int i, int j) { return K[index(i, j)]; }
@@ -312,6 +312,7 @@ class HandleTree {
   InverseMethod method_;
   std::vector<Node> nodes_;
   std::vector<Mat> K_arena_;
+  std::vector<Single> singles_;  // the single-joint eliminations, in the passes' visiting order (408 bytes each)
   std::vector<RowsMat> W_arena_;
   std::vector<Vec> b_arena_, f_arena_;
   struct Base {  // the root's handles eliminated against ground

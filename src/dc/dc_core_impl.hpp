@@ -43,18 +43,28 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
   b_arena_.assign(v_size, Vec::Zero());
   f_arena_.assign(v_size, Vec::Zero());
   std::size_t k_at = 0, v_at = 0, w_at = 0;
+  std::vector<std::size_t> w_offset(nodes_.size());
   for (int id : order) {
     Node& n = node(id);
     const auto h = static_cast<std::size_t>(n.size());
     n.K = std::span<Mat>(K_arena_.data() + k_at, k_blocks(id));
     n.b = std::span<Vec>(b_arena_.data() + v_at, h);
     n.f = std::span<Vec>(f_arena_.data() + v_at, h);
-    n.single.W = std::span<RowsMat>(W_arena_.data() + w_at, w_blocks(id));
+    w_offset[static_cast<std::size_t>(id)] = w_at;
     k_at += k_blocks(id);
     v_at += h;
     w_at += w_blocks(id);
   }
   for (int id : order) setup_node(id);  // children before parents
+  // The single-joint eliminations, for the nodes that have one (not the leaves: half the nodes).
+  singles_.resize(static_cast<std::size_t>(std::count_if(order.begin(), order.end(), [&](int id) { return uses_single(node(id)); })));
+  std::size_t s_at = 0;
+  for (int id : order) {
+    Node& n = node(id);
+    if (!uses_single(n)) continue;
+    n.single = &singles_[s_at++];
+    n.single->W = std::span<RowsMat>(W_arena_.data() + w_offset[static_cast<std::size_t>(id)], w_blocks(id));
+  }
   // Base connection: the root's handles all meet the ground.
   const Node& root = node(tree.root());
   for (int i = 0; i < root.size(); ++i) {
@@ -106,7 +116,7 @@ template <int M>
 void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], const JointRows<S, Dim>& jr) {
   using MatM = Eigen::Matrix<S, M, M>;
   const Eliminated& x = n.eliminated.front();
-  Single& e = n.single;
+  Single& e = *n.single;
   const auto G0 = rows_of(jr, x.p_left).template topRows<M>();
   const auto G1 = rows_of(jr, !x.p_left).template topRows<M>();
   const Mat& K0 = side[0]->k(x.left, x.left);
@@ -191,7 +201,7 @@ template <class S, int Dim>
 template <int M>
 void HandleTree<S, Dim>::recover_single(Node& n, Node* const side[2], const JointRows<S, Dim>& jr) {
   const Eliminated& x = n.eliminated.front();
-  Single& e = n.single;
+  Single& e = *n.single;
   auto lambda = e.lambda.template head<M>();
   lambda = e.beta_hat.template head<M>();
   for (int j = 0; j < n.size(); ++j)
@@ -354,7 +364,7 @@ template <class S, int Dim>
 template <int M>
 void HandleTree<S, Dim>::bias_single(Node& n, const Node* const side[2], const JointRows<S, Dim>& jr) {
   const Eliminated& x = n.eliminated.front();
-  Single& e = n.single;
+  Single& e = *n.single;
   const Eigen::Matrix<S, M, 1> rhs = single_rhs<M>(x, side, jr);
   e.beta_hat.template head<M>().noalias() = e.Z_inverse.template topLeftCorner<M, M>() * rhs;
   for (int i = 0; i < n.size(); ++i)
@@ -408,7 +418,7 @@ template <class S, int Dim>
 bool HandleTree<S, Dim>::any_singular() const {
   if (base_.m > 0 && base_.multiple.solver.singular()) return true;
   for (const Node& n : nodes_) {
-    if (uses_single(n) && n.single.singular) return true;
+    if (uses_single(n) && n.single->singular) return true;
     if (!uses_single(n) && n.m > 0 && n.multiple->solver.singular()) return true;
   }
   return false;
@@ -424,7 +434,7 @@ typename HandleTree<S, Dim>::Vec HandleTree<S, Dim>::multiplier(int joint) const
     out.head(rows) = base_.multiple.lambda.segment(w.offset, rows);
   } else {
     const Node& n = node(w.node);
-    if (uses_single(n)) out.head(rows) = n.single.lambda.head(rows);
+    if (uses_single(n)) out.head(rows) = n.single->lambda.head(rows);
     else out.head(rows) = n.multiple->lambda.segment(w.offset, rows);
   }
   return out;
