@@ -12,9 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <memory>
-#include <set>
 #include <string_view>
-#include <sstream>
 
 #include "treedyn/model_builder.hpp"
 #include "treedyn/model_import.hpp"
@@ -587,40 +585,49 @@ std::size_t occurrences(std::string_view text, std::string_view word) {
   return n;
 }
 
-/// A model file's text, mapped into memory read-only (reading it into a buffer, a copy of every
-/// byte, was 8 % of loading a 30 MB file); an empty file has no mapping. POSIX.
-class MappedFile {
+/// A model file's text: a regular file mapped into memory read-only (reading it into a buffer, a
+/// copy of every byte, was 8 % of loading a 30 MB file; an empty file has no mapping); anything
+/// else that reads as a stream (a pipe, `<(treedyn generate ...)`) read whole. POSIX.
+class ModelText {
  public:
-  explicit MappedFile(const std::string& path) {
+  explicit ModelText(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw ModelError(path + ": cannot open the model file (" + std::strerror(errno) + ")");
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      throw ModelError(path + ": cannot read the model file (not a regular file)");
-    }
-    size_ = static_cast<std::size_t>(st.st_size);
-    if (size_ > 0) {
-      void* data = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-      if (data == MAP_FAILED) {
-        const int error = errno;
-        ::close(fd);
-        throw ModelError(path + ": cannot read the model file (" + std::strerror(error) + ")");
-      }
-      data_ = static_cast<const char*>(data);
-    }
-    ::close(fd);  // the mapping stays
+    const int error = ::fstat(fd, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+    if (error == 0 && S_ISREG(st.st_mode)) map(fd, static_cast<std::size_t>(st.st_size));
+    else if (error == 0) read_all(fd);
+    ::close(fd);  // a mapping stays
+    if (error != 0 || error_ != 0) throw ModelError(path + ": cannot read the model file (" + std::strerror(error ? error : error_) + ")");
   }
-  ~MappedFile() {
-    if (data_) ::munmap(const_cast<char*>(data_), size_);
+  ~ModelText() {
+    if (mapped_) ::munmap(mapped_, size_);
   }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  std::string_view text() const { return {data_, size_}; }
+  ModelText(const ModelText&) = delete;
+  ModelText& operator=(const ModelText&) = delete;
+  std::string_view text() const { return mapped_ ? std::string_view(static_cast<const char*>(mapped_), size_) : read_; }
 
  private:
-  const char* data_ = nullptr;
+  void map(int fd, std::size_t size) {
+    if (size == 0) return;
+    void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (data == MAP_FAILED) error_ = errno;
+    else mapped_ = data, size_ = size;
+  }
+  void read_all(int fd) {
+    char chunk[1 << 16];
+    for (;;) {
+      const ssize_t n = ::read(fd, chunk, sizeof chunk);
+      if (n > 0) read_.append(chunk, static_cast<std::size_t>(n));
+      else if (n == 0) return;
+      else if (errno != EINTR) return void(error_ = errno);
+    }
+  }
+
+  void* mapped_ = nullptr;
   std::size_t size_ = 0;
+  std::string read_;
+  int error_ = 0;
 };
 
 /// parse_model_json of text anywhere in memory.
@@ -664,7 +671,7 @@ Model read_model_file(const std::string& path, const std::vector<ModelOverride>&
       import_warnings->insert(import_warnings->end(), imported.warnings.begin(), imported.warnings.end());
     return std::move(imported.model);
   }
-  const MappedFile file(path);
+  const ModelText file(path);
   return parse_model_text(file.text(), path, overrides);
 }
 
