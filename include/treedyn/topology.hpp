@@ -22,6 +22,7 @@
 #pragma once
 
 #include <string>
+#include <stdexcept>
 #include <vector>
 
 #include "treedyn/kinematics.hpp"
@@ -37,8 +38,10 @@ inline constexpr int kNoBody = -2;
 /// largest (cubic in the loop rows). Sparse: SuiteSparseQR of J' (linear on a ladder of loops),
 /// an equation whose remaining norm falls below sqrt(kRankCutoff) times the largest equation's
 /// norm being dependent; in a build without SuiteSparseQR, Eigen's SparseQR of S (slower).
-/// Automatic: Dense up to kDenseRankRows loop rows.
-enum class RankMethod { Automatic, Dense, Sparse };
+/// Automatic: Dense up to kDenseRankRows loop rows. None: not ranked, for what needs only the
+/// spanning tree (the Simulator's CoordinateMap): jacobian_rank(), mobility(),
+/// redundant_constraints() and loop_conditioning() then throw std::logic_error.
+enum class RankMethod { Automatic, Dense, Sparse, None };
 inline constexpr int kDenseRankRows = 300;
 inline constexpr double kRankCutoff = 1e-10;  // on eigenvalues of S: 1e-5 on the singular values of J_l P_t
 
@@ -71,11 +74,11 @@ class Topology {
   int gruebler_mobility() const { return 6 * body_count_ - equations_; }
   /// Rank of the constraint Jacobian at the initial configuration (tree joints' rows plus the rank
   /// the loop-closing joints and drivers add).
-  int jacobian_rank() const { return rank_; }
+  int jacobian_rank() const { return ranked(); }
   /// Degrees of freedom at the initial configuration: 6 n - rank.
-  int mobility() const { return 6 * body_count_ - rank_; }
+  int mobility() const { return 6 * body_count_ - ranked(); }
   /// Redundant constraint equations: equations - rank (3 for the spatial four-bar).
-  int redundant_constraints() const { return equations_ - rank_; }
+  int redundant_constraints() const { return equations_ - ranked(); }
   /// How far the loop-closing joints and drivers are from a singular position at `state` (bodies
   /// of `model`, the model this topology was made of): the smallest of the singular values of
   /// their rows (beyond the tree's) that made up the initial rank, over the largest. Near 0 the
@@ -85,7 +88,12 @@ class Topology {
   double loop_conditioning(const Model& model, const SystemState& state) const;
 
  private:
-  int body_count_ = 0, equations_ = 0, rank_ = 0, depth_ = 0;
+  int ranked() const {
+    if (rank_ < 0) throw std::logic_error("Topology: made with RankMethod::None, so without the Jacobian's rank");
+    return rank_;
+  }
+
+  int body_count_ = 0, equations_ = 0, rank_ = 0, depth_ = 0;  // rank_ -1: RankMethod::None
   std::vector<int> tree_joints_, loop_joints_, tree_joint_of_, tree_parent_of_;
   std::vector<std::vector<int>> joints_of_, floating_;
 };

@@ -15,7 +15,7 @@ namespace treedyn {
 namespace {
 
 std::shared_ptr<const CoordinateMap> make_map(const Model& model) {
-  return std::make_shared<const CoordinateMap>(model, Topology(model));
+  return std::make_shared<const CoordinateMap>(model, Topology(model, RankMethod::None));  // the tree alone: the formulation ranks
 }
 
 /// Throws std::invalid_argument naming the first non-finite entry of v.

@@ -196,7 +196,7 @@ Topology::Topology(const Model& model, RankMethod rank_method)
     if (component[static_cast<std::size_t>(b)] >= 0) floating_[static_cast<std::size_t>(component[static_cast<std::size_t>(b)])].push_back(b);
   for (int j = 0; j < model.joint_count(); ++j)
     if (!in_tree[static_cast<std::size_t>(j)]) loop_joints_.push_back(j);
-  rank_ = initial_jacobian_rank(model, in_tree, rank_method);
+  rank_ = rank_method == RankMethod::None ? -1 : initial_jacobian_rank(model, in_tree, rank_method);
 }
 
 double Topology::loop_conditioning(const Model& model, const SystemState& state) const {
@@ -204,7 +204,7 @@ double Topology::loop_conditioning(const Model& model, const SystemState& state)
   for (int j : loop_joints_) in_tree[static_cast<std::size_t>(j)] = 0;
   const auto [tree_rows, S] = loop_complement(model, in_tree, state);
   const Eigen::VectorXd eig = loop_eigenvalues(S);
-  const int k = rank_ - tree_rows;  // the loop rows' singular values that count at t0
+  const int k = ranked() - tree_rows;  // the loop rows' singular values that count at t0
   if (k <= 0 || eig.size() < k || !(eig(0) > 0.0)) return 1.0;
   return std::sqrt(std::max(eig(k - 1), 0.0) / eig(0));
 }

@@ -31,6 +31,22 @@ TEST(Topology, ChainsHaveNoLoopsAndThreeDofPerSphericalJoint) {
   EXPECT_EQ(t.tree_joint_of(5), 5);
 }
 
+// RankMethod::None: the same spanning tree, no rank (what the Simulator's CoordinateMap needs);
+// asking it for the rank is an error, not a wrong number.
+TEST(Topology, WithoutItsRankItHasTheSameTreeAndRefusesTheRank) {
+  for (const char* name : {"four_bar", "double_loop8", "chain128"}) {
+    const Model m = read_model_file(test::model_path(name));
+    const Topology ranked(m), tree_only(m, RankMethod::None);
+    EXPECT_EQ(tree_only.tree_joints(), ranked.tree_joints()) << name;
+    EXPECT_EQ(tree_only.loop_joints(), ranked.loop_joints()) << name;
+    EXPECT_EQ(tree_only.depth(), ranked.depth()) << name;
+    EXPECT_EQ(tree_only.gruebler_mobility(), ranked.gruebler_mobility()) << name;
+    EXPECT_THROW(tree_only.jacobian_rank(), std::logic_error) << name;
+    EXPECT_THROW(tree_only.mobility(), std::logic_error) << name;
+    EXPECT_THROW(tree_only.redundant_constraints(), std::logic_error) << name;
+  }
+}
+
 TEST(Topology, CoupledLoopsOfPaper001Case3) {
   const Topology t(read_model_file(test::model_path("double_loop8")));
   EXPECT_EQ(t.loop_joints().size(), 2u);
