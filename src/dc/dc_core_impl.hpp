@@ -28,42 +28,42 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     const auto h = static_cast<std::size_t>(node(id).size());
     return tree.node(id).is_leaf() && leaf_blocks == LeafBlocks::Shared ? std::min<std::size_t>(h, 1) : h * h;
   };
-  auto w_blocks = [&](int id) -> std::size_t { return tree.node(id).is_leaf() ? 0 : static_cast<std::size_t>(node(id).size()); };
-  std::size_t k_size = 0, v_size = 0, w_size = 0;
+  std::size_t k_size = 0, v_size = 0;
   for (int id = 0; id < static_cast<int>(nodes_.size()); ++id) {
     Node& n = node(id);
     for (int j : tree.node(id).handles)
       if (sides_[static_cast<std::size_t>(j)].rows > 0) n.handles.push_back(j);
     k_size += k_blocks(id);
     v_size += static_cast<std::size_t>(n.size());
-    w_size += w_blocks(id);
   }
   K_arena_.assign(k_size, Mat::Zero());
-  W_arena_.assign(w_size, RowsMat::Zero());
   b_arena_.assign(v_size, Vec::Zero());
   f_arena_.assign(v_size, Vec::Zero());
-  std::size_t k_at = 0, v_at = 0, w_at = 0;
-  std::vector<std::size_t> w_offset(nodes_.size());
+  std::size_t k_at = 0, v_at = 0;
   for (int id : order) {
     Node& n = node(id);
     const auto h = static_cast<std::size_t>(n.size());
     n.K = std::span<Mat>(K_arena_.data() + k_at, k_blocks(id));
     n.b = std::span<Vec>(b_arena_.data() + v_at, h);
     n.f = std::span<Vec>(f_arena_.data() + v_at, h);
-    w_offset[static_cast<std::size_t>(id)] = w_at;
     k_at += k_blocks(id);
     v_at += h;
-    w_at += w_blocks(id);
   }
   for (int id : order) setup_node(id);  // children before parents
-  // The single-joint eliminations, for the nodes that have one (not the leaves: half the nodes).
-  singles_.resize(static_cast<std::size_t>(std::count_if(order.begin(), order.end(), [&](int id) { return uses_single(node(id)); })));
-  std::size_t s_at = 0;
+  // The single-joint eliminations and their W (one per handle), for the nodes that have one (not
+  // the leaves, half the nodes; nor the several-joint nodes, whose W is their own).
+  std::size_t singles = 0, w_size = 0;
+  for (const Node& n : nodes_)
+    if (uses_single(n)) ++singles, w_size += static_cast<std::size_t>(n.size());
+  singles_.resize(singles);
+  W_arena_.assign(w_size, RowsMat::Zero());
+  std::size_t s_at = 0, w_at = 0;
   for (int id : order) {
     Node& n = node(id);
     if (!uses_single(n)) continue;
     n.single = &singles_[s_at++];
-    n.single->W = std::span<RowsMat>(W_arena_.data() + w_offset[static_cast<std::size_t>(id)], w_blocks(id));
+    n.single->W = std::span<RowsMat>(W_arena_.data() + w_at, static_cast<std::size_t>(n.size()));
+    w_at += static_cast<std::size_t>(n.size());
   }
   // Base connection: the root's handles all meet the ground.
   const Node& root = node(tree.root());
