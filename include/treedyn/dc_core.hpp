@@ -67,7 +67,8 @@ struct JointRows {
   int rows = 0;
   /// G_c = [I 0] and G_p = -G_c exactly (a tree joint whose constraint subspace is the first
   /// `rows` axes: spherical, fixed). The kernels then take blocks of K and b where they would
-  /// multiply by G, with the same result.
+  /// multiply by G, with the same result. Whoever writes G_p or G_c calls reset() first (it clears
+  /// the flag): set_tree_rows keeps rows it finds flagged.
   bool unit_rows = false;
   /// Zeroes everything and sets the row count.
   void reset(int n) {
@@ -78,20 +79,26 @@ struct JointRows {
     unit_rows = false;
   }
   /// A tree joint's rows D' (V_c - V_p) = r from its constraint subspace D (Dim x n): G_c = D',
-  /// G_p = -D', r zero.
+  /// G_p = -D', r zero. Rows that are already the unit rows of the same D == [I; 0] (a spherical
+  /// joint's, pass after pass) are kept as they are: only r is cleared.
   template <class Derived>
   void set_tree_rows(const Eigen::MatrixBase<Derived>& D) {
     const int n = static_cast<int>(D.cols());
+    bool unit = true;  // D == [I; 0] exactly (an element loop: Eigen's isIdentity costs more than the rest)
+    for (int c = 0; c < n && unit; ++c)
+      for (int i = 0; i < Dim; ++i)
+        if (D(i, c) != (i == c ? S(1) : S(0))) {
+          unit = false;
+          break;
+        }
+    if (unit && unit_rows && rows == n) {
+      r.setZero();
+      return;
+    }
     reset(n);
     G_c.topRows(n) = D.transpose();
     G_p.topRows(n) = -D.transpose();
-    unit_rows = true;  // D == [I; 0] exactly (an element loop: Eigen's isIdentity costs more than the rest)
-    for (int c = 0; c < n && unit_rows; ++c)
-      for (int i = 0; i < Dim; ++i)
-        if (D(i, c) != (i == c ? S(1) : S(0))) {
-          unit_rows = false;
-          break;
-        }
+    unit_rows = unit;
   }
 };
 

@@ -42,6 +42,20 @@ namespace treedyn {
 /// Up to six columns of a 6-D subspace (no heap allocation).
 using SubspaceMatrix = Eigen::Matrix<double, 6, Eigen::Dynamic, 0, 6, 6>;
 
+/// H x over the first nv columns of a subspace H (any scalar; 6 or 3 rows), and H' V written
+/// to out(0..nv-1): column by column, in fixed size. Eigen's products with the dynamic column
+/// count cost more than their few flops in the per-joint loops.
+template <class Vec, class Subspace, class X>
+Vec subspace_times(const Subspace& H, int nv, const X& x) {
+  Vec out = Vec::Zero();
+  for (int c = 0; c < nv; ++c) out += H.col(c) * x(c);
+  return out;
+}
+template <class Subspace, class Vec, class Out>
+void subspace_project(const Subspace& H, int nv, const Vec& V, Out&& out) {
+  for (int c = 0; c < nv; ++c) out(c) = H.col(c).dot(V);
+}
+
 struct TreeJoint {
   int joint = -1;  // model joint, or -1 for a virtual free joint
   JointType type = JointType::Free;

@@ -145,11 +145,11 @@ void JointSpace::move(const Eigen::Ref<const Eigen::VectorXd>& v, SystemState& b
     BodyState& C = bodies[static_cast<std::size_t>(t.child)];
     JointMotion& m = motion[k];
     const auto vj = v.segment(t.v_offset, t.nv);
-    const Vec6 Hv = m.H * vj;
+    const Vec6 Hv = subspace_times<Vec6>(m.H, t.nv, vj);
     C.w = P.w + Hv.tail<3>();
     C.v = P.v + P.w.cross(m.point - P.r) + Hv.head<3>() + C.w.cross(C.r - m.point);
     subspace_rate(t, m.H, P.w, C.w, m.Hdot);
-    m.kappa.noalias() = m.Hdot * vj;
+    m.kappa = subspace_times<Vec6>(m.Hdot, t.nv, vj);
     m.kappa.head<3>() += P.w.cross(Hv.head<3>());
   }
 }

@@ -356,6 +356,42 @@ TEST(TreeSolve, UnitRowsGiveTheNumbersOfTheMultipliedRowsBitForBit) {
   }
 }
 
+// set_tree_rows keeps rows it finds flagged as the unit rows of the same D (a spherical joint's,
+// pass after pass) and clears only r; any other D, or another row count, rewrites G_p and G_c.
+TEST(TreeSolve, TreeRowsSetAgainAreTheRowsOfTheNewSubspace) {
+  auto expect_rows = [](const Rows& r, const Eigen::MatrixXd& D, const char* what) {
+    const int n = static_cast<int>(D.cols());
+    EXPECT_EQ(r.rows, n) << what;
+    Rows::RowsMat G_c = Rows::RowsMat::Zero();
+    G_c.topRows(n) = D.transpose();
+    EXPECT_EQ(r.G_c, G_c) << what;
+    EXPECT_EQ(r.G_p, Rows::RowsMat(-G_c)) << what;
+    EXPECT_TRUE(r.r.isZero(0.0)) << what;
+  };
+  const Eigen::MatrixXd unit3 = Eigen::MatrixXd::Identity(6, 3), unit2 = Eigen::MatrixXd::Identity(6, 2);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  const Eigen::MatrixXd turned = Eigen::HouseholderQR<Eigen::MatrixXd>(Eigen::MatrixXd::NullaryExpr(6, 3, [&] { return u(rng); }))
+                                     .householderQ() * Eigen::MatrixXd::Identity(6, 3);
+  struct Step {
+    const Eigen::MatrixXd* D;
+    bool unit;
+    const char* what;
+  };
+  const Step steps[] = {{&unit3, true, "unit rows"},
+                        {&unit3, true, "unit rows kept, r cleared"},
+                        {&turned, false, "a turned subspace"},
+                        {&unit3, true, "unit rows after a turned subspace"},
+                        {&unit2, true, "fewer unit rows"}};
+  Rows r;
+  for (const Step& step : steps) {
+    r.r.setConstant(5.0);  // what the last pass left in r
+    r.set_tree_rows(*step.D);
+    EXPECT_EQ(r.unit_rows, step.unit) << step.what;
+    expect_rows(r, *step.D, step.what);
+  }
+}
+
 TEST(TreeSolve, RefusesAJointWithMoreRowsThanTheTreesDimension) {
   std::mt19937 rng(3);
   const Model m = random_graph(3, 0, 0, rng);

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 #include "allocation_counter.hpp"
+#include "formulations/common/joint_tree.hpp"
 #include "support.hpp"
 #include "treedyn/formulations/dca.hpp"
 #include "treedyn/generators.hpp"
@@ -32,6 +34,40 @@ void expect_agrees_with_reference(const Model& m, double t_end, double tol, doub
 }
 
 }  // namespace
+
+// A body's mobility blocks at its handles (shared by dca and hdca, computed with cross products)
+// against their definition K_hk = S(l_h)' M^-1 S(l_k), S(l) = [I 0; skew(l) I], M^-1 =
+// diag(I/m, J^-1), multiplied out as 6 x 6 matrices: three handles, random arms and inertia. The
+// entries are of order 1 to 10 and each is a few products: 1e-13 is some tens of round-offs.
+TEST(Dca, BodyMobilityBlocksAreTheArmsTimesTheInverseMass) {
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (int trial = 0; trial < 5; ++trial) {
+    const Mat3 B = Mat3::NullaryExpr([&] { return u(rng); });
+    const Mat3 J_inverse = (B * B.transpose() + 0.2 * Mat3::Identity()).inverse();
+    const double inverse_mass = 0.5 + 0.5 * (u(rng) + 1.0);
+    const std::vector<Vec3> l = {Vec3::NullaryExpr([&] { return u(rng); }), Vec3::NullaryExpr([&] { return u(rng); }),
+                                 Vec3::NullaryExpr([&] { return u(rng); })};
+    dc::HandleTree<double, 6>::Node leaf;
+    leaf.handles = {0, 1, 2};
+    std::vector<Mat6> blocks(9, Mat6::Zero());
+    leaf.K = blocks;
+    jc::body_mobility<double>(inverse_mass, J_inverse, l, leaf);
+    Mat6 M_inverse = Mat6::Zero();
+    M_inverse.topLeftCorner<3, 3>() = inverse_mass * Mat3::Identity();
+    M_inverse.bottomRightCorner<3, 3>() = J_inverse;
+    auto S = [](const Vec3& arm) {
+      Mat6 out = Mat6::Identity();
+      out.bottomLeftCorner<3, 3>() = skew(arm);
+      return out;
+    };
+    for (int h = 0; h < 3; ++h)
+      for (int k = 0; k < 3; ++k) {
+        const Mat6 expected = S(l[static_cast<std::size_t>(h)]).transpose() * M_inverse * S(l[static_cast<std::size_t>(k)]);
+        EXPECT_LT((leaf.k(h, k) - expected).cwiseAbs().maxCoeff(), 1e-13) << "trial " << trial << ", K_" << h << k;
+      }
+  }
+}
 
 // Positions over 5 s at rtol = atol = 1e-10 (both formulations integrate to that tolerance; the
 // bound allows the trajectories' sensitivity to amplify it).

@@ -39,21 +39,35 @@ template <class S>
 void body_mobility(S inverse_mass, const Mat3T<S>& J_inverse, std::span<const Vec3T<S>> l,
                    typename dc::HandleTree<S, 6>::Node& leaf) {
   // S(l_h)' M^-1 S(l_k) = [I/m - L_h Ji L_k, -L_h Ji; Ji L_k, Ji]  with L = skew(l), Ji = J^-1.
+  // The skew products are cross products (a third of the flops of 3x3 products): P_h = L_h Ji has
+  // columns l_h x Ji(:, j); Ji L_k = -P_k' (Ji symmetric, L skew); row i of -P_h L_k is
+  // l_k x P_h(i, :). The diagonal blocks first, then the others from their P's.
+  using V3 = Vec3T<S>;
   const int h = leaf.size();
   for (int a = 0; a < h; ++a) {
-    const Mat3T<S> La = skew(l[static_cast<std::size_t>(a)]);
-    const Mat3T<S> La_Ji = La * J_inverse;
-    for (int c = a; c < h; ++c) {
-      const Mat3T<S> Lc = skew(l[static_cast<std::size_t>(c)]);
-      auto& K = leaf.k(a, c);
-      K.template topLeftCorner<3, 3>().noalias() = -La_Ji * Lc;
-      K.template topLeftCorner<3, 3>().diagonal().array() += inverse_mass;
-      K.template topRightCorner<3, 3>() = -La_Ji;
-      K.template bottomLeftCorner<3, 3>().noalias() = J_inverse * Lc;
-      K.template bottomRightCorner<3, 3>() = J_inverse;
-      if (c != a) leaf.k(c, a) = K.transpose();
-    }
+    const V3& la = l[static_cast<std::size_t>(a)];
+    Mat3T<S> P;
+    for (int j = 0; j < 3; ++j) P.col(j) = la.cross(V3(J_inverse.col(j)));
+    auto& K = leaf.k(a, a);
+    for (int i = 0; i < 3; ++i) K.template block<1, 3>(i, 0) = la.cross(V3(P.row(i).transpose())).transpose();
+    K.template topLeftCorner<3, 3>().diagonal().array() += inverse_mass;
+    K.template topRightCorner<3, 3>() = -P;
+    K.template bottomLeftCorner<3, 3>() = -P.transpose();
+    K.template bottomRightCorner<3, 3>() = J_inverse;
   }
+  for (int a = 0; a < h; ++a)
+    for (int c = a + 1; c < h; ++c) {
+      const auto& K_aa = leaf.k(a, a);
+      const V3& lc = l[static_cast<std::size_t>(c)];
+      auto& K = leaf.k(a, c);
+      for (int i = 0; i < 3; ++i)  // -P_a = K_aa's top right
+        K.template block<1, 3>(i, 0) = -lc.cross(V3(K_aa.template block<1, 3>(i, 3).transpose())).transpose();
+      K.template topLeftCorner<3, 3>().diagonal().array() += inverse_mass;
+      K.template topRightCorner<3, 3>() = K_aa.template topRightCorner<3, 3>();
+      K.template bottomLeftCorner<3, 3>() = leaf.k(c, c).template bottomLeftCorner<3, 3>();
+      K.template bottomRightCorner<3, 3>() = J_inverse;
+      leaf.k(c, a) = K.transpose();
+    }
 }
 
 template void body_mobility<double>(double, const Mat3&, std::span<const Vec3>, dc::HandleTree<double, 6>::Node&);
@@ -62,7 +76,7 @@ template void body_mobility<float>(float, const Mat3T<float>&, std::span<const V
 void tree_rows(const JointMotion& motion, const Vec6& bias, Rows6& rows) {
   const int n = static_cast<int>(motion.D.cols());
   rows.set_tree_rows(motion.D);
-  rows.r.head(n).noalias() = motion.D.transpose() * bias;
+  subspace_project(motion.D, n, bias, rows.r);
 }
 
 void loop_rows(const ConstraintBlock& block, const Vec3& point, const BodyState& P, const BodyState& C,

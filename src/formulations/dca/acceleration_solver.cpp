@@ -91,12 +91,11 @@ void AccelerationSolver::leaf_coefficients(int b) {
   const Body& body = model_.bodies[static_cast<std::size_t>(b)];
   const BodyState& s = bodies_[static_cast<std::size_t>(b)];
   const Mat3 A = s.q.toRotationMatrix();
-  const Mat3 J = A * body.inertia * A.transpose();
   Mat3& Ji = J_inverse_[static_cast<std::size_t>(b)];
   Ji = A * inertia_inverse_[static_cast<std::size_t>(b)] * A.transpose();
   Vec6& F = F_e_[static_cast<std::size_t>(b)];
   F = wrenches_[static_cast<std::size_t>(b)];
-  F.tail<3>() -= s.w.cross(J * s.w);
+  F.tail<3>() -= s.w.cross(A * (body.inertia * (A.transpose() * s.w)));  // w x (J w), J = A J_body A'
   auto& leaf = core_.leaf(b);
   const std::span<Vec3> l = handles_of(b);
   for (std::size_t h = 0; h < l.size(); ++h) l[h] = points_[static_cast<std::size_t>(leaf.handles[h])] - s.r;
@@ -132,7 +131,7 @@ void AccelerationSolver::joint_acceleration(int k) {
     A << s.a + s.alpha.cross(l) + s.w.cross(s.w.cross(l)), s.alpha;
     return A;
   };
-  vdot_.segment(t.v_offset, t.nv).noalias() = m.H.transpose() * (at_point(t.child) - at_point(t.parent) - m.kappa);
+  subspace_project(m.H, t.nv, Vec6(at_point(t.child) - at_point(t.parent) - m.kappa), vdot_.segment(t.v_offset, t.nv));
 }
 
 void AccelerationSolver::reactions(std::vector<JointReaction>& out) const {

@@ -25,6 +25,7 @@ Engine<Kin>::Engine(const Model& model, const Topology& topology, const Assembly
       R_(model.bodies.size(), Vec::Zero()),
       accumulated_(model.bodies.size(), Vec::Zero()),
       A_(kin_.joints().tree().size(), Vec::Zero()),
+      Hp_(kin_.joints().tree().size(), Vec::Zero()),
       rate_load_p_(model.joints.size(), Vec::Zero()),
       rate_load_c_(model.joints.size(), Vec::Zero()) {
   const auto& tree_joints = kin_.joints().tree();
@@ -111,6 +112,7 @@ void Engine<Kin>::velocities(const Eigen::Ref<const Eigen::VectorXd>& q, const E
   start(timer);
   p_ = p.template cast<S>();
   kin_.place(q);
+  parallel_.for_each(static_cast<int>(kin_.joints().tree().size()), [&](int k) { joint_momentum(k); });
   parallel_.for_each(model_.body_count(), [&](int b) { known_momentum(b); });
   mark(timer, 0);
   parallel_.for_each(model_.joint_count(), [&](int j) { joint_rows(j); });
@@ -125,6 +127,12 @@ void Engine<Kin>::velocities(const Eigen::Ref<const Eigen::VectorXd>& q, const E
   mark(timer, 5);
 }
 
+template <class Kin>
+void Engine<Kin>::joint_momentum(int k) {
+  const TreeJoint& t = kin_.joints().tree()[static_cast<std::size_t>(k)];
+  Hp_[static_cast<std::size_t>(k)] = subspace_times<Vec>(kin_.H(k), t.nv, p_.segment(t.v_offset, t.nv));
+}
+
 /// The momentum the canonical momenta bring to a body, at its centre of mass: P = sum over its
 /// tree joints of +-S(l_k) H_k p_k (paper 001 Eq. 10 with sigma left to the solve; paper 004
 /// Eqs. 17-18), and the offsets l_h of its handles.
@@ -132,10 +140,8 @@ template <class Kin>
 void Engine<Kin>::known_momentum(int b) {
   const Point& r = kin_.com(b);
   Vec P = Vec::Zero();
-  for (const Incidence& x : incidences_[static_cast<std::size_t>(b)]) {
-    const TreeJoint& t = kin_.joints().tree()[static_cast<std::size_t>(x.k)];
-    P += G::shift_load(x.sign * (kin_.H(x.k) * p_.segment(t.v_offset, t.nv)), kin_.tree_point(x.k) - r);
-  }
+  for (const Incidence& x : incidences_[static_cast<std::size_t>(b)])
+    P += G::shift_load(x.sign * Hp_[static_cast<std::size_t>(x.k)], kin_.tree_point(x.k) - r);
   P_known_[static_cast<std::size_t>(b)] = P;
   const auto& leaf = core_.leaf(b);
   const std::span<Point> l = handles_of(b);
@@ -184,15 +190,14 @@ void Engine<Kin>::joint_velocity(int k, Eigen::Ref<Eigen::VectorXd> v) const {
   const Point& o = kin_.tree_point(k);
   Vec V_rel = G::shift_twist(V_[static_cast<std::size_t>(t.child)], o - kin_.com(t.child));
   if (t.parent != kGround) V_rel -= G::shift_twist(V_[static_cast<std::size_t>(t.parent)], o - kin_.com(t.parent));
-  v.segment(t.v_offset, t.nv) = (kin_.H(k).transpose() * V_rel).template cast<double>();
+  subspace_project(kin_.H(k), t.nv, V_rel, v.segment(t.v_offset, t.nv));
 }
 
 // Second stage -----------------------------------------------------------------------------------
 
 template <class Kin>
 typename Engine<Kin>::Vec Engine<Kin>::tree_load(const Incidence& x, int b) const {
-  const TreeJoint& t = kin_.joints().tree()[static_cast<std::size_t>(x.k)];
-  Vec L = x.sign * (kin_.H(x.k) * p_.segment(t.v_offset, t.nv));
+  Vec L = x.sign * Hp_[static_cast<std::size_t>(x.k)];
   if (x.handle >= 0) L += core_.node(core_.tree().leaf_of(b)).f[static_cast<std::size_t>(x.handle)];
   return L;
 }
@@ -227,8 +232,10 @@ void Engine<Kin>::momentum_rates(double t, Eigen::Ref<Eigen::VectorXd> pdot, Sta
     // pdot_k = Hdot' Pbar + H' A, Pbar = H p + D sigma (paper 001 Eq. 77)
     const TreeJoint& tj = tree_joints[static_cast<std::size_t>(k)];
     const Vec P_bar = tree_load({k, S(1), child_handle_[static_cast<std::size_t>(k)]}, tj.child);
-    pdot.segment(tj.v_offset, tj.nv) =
-        (kin_.Hdot(k).transpose() * P_bar + kin_.H(k).transpose() * A_[static_cast<std::size_t>(k)]).template cast<double>();
+    const auto& H = kin_.H(k);
+    const auto& Hdot = kin_.Hdot(k);
+    const Vec& A = A_[static_cast<std::size_t>(k)];
+    for (int c = 0; c < tj.nv; ++c) pdot(tj.v_offset + c) = Hdot.col(c).dot(P_bar) + H.col(c).dot(A);
   });
   mark(timer, 6);
 }

@@ -71,6 +71,8 @@ class Engine {
     bool child;
   };
 
+  /// H_k p_k of every tree joint, once per right-hand side (its bodies and the second stage read it).
+  void joint_momentum(int k);
   void known_momentum(int b);
   void joint_rows(int j);
   void leaf_coefficients(int b);
@@ -97,6 +99,7 @@ class Engine {
   Eigen::Matrix<S, Eigen::Dynamic, 1> p_;           // canonical momenta in S
   Eigen::VectorXd local_inertia_;
   std::vector<Vec> P_known_, V_, R_, accumulated_, A_;
+  std::vector<Vec> Hp_;                             // per tree joint: H_k p_k (after velocities())
   std::vector<Vec> rate_load_p_, rate_load_c_;      // per model joint: Jdot' sigma of loop joints
   std::span<Point> handles_of(int b);
 };
