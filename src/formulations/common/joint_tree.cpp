@@ -39,7 +39,7 @@ template <class S>
 void body_mobility(S inverse_mass, const Mat3T<S>& J_inverse, std::span<const Vec3T<S>> l,
                    typename dc::HandleTree<S, 6>::Node& leaf) {
   // S(l_h)' M^-1 S(l_k) = [I/m - L_h Ji L_k, -L_h Ji; Ji L_k, Ji]  with L = skew(l), Ji = J^-1.
-  // The skew products are cross products (a third of the flops of 3x3 products): P_h = L_h Ji has
+  // The skew products are cross products (27 flops where a 3x3 product takes 45): P_h = L_h Ji has
   // columns l_h x Ji(:, j); Ji L_k = -P_k' (Ji symmetric, L skew); row i of -P_h L_k is
   // l_k x P_h(i, :). The diagonal blocks first, then the others from their P's.
   using V3 = Vec3T<S>;
