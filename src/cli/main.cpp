@@ -929,13 +929,13 @@ int main(int argc, char** argv) {
     if (*g) {
       if (family == "chain") {
         write_model_file(make_chain(bodies, *joint_type_from_string(joint)), gen_out);
-        std::printf("wrote %s: %d-link %s chain\n", gen_out.c_str(), bodies, joint.c_str());
+        std::fprintf(stderr, "wrote %s: %d-link %s chain\n", gen_out.c_str(), bodies, joint.c_str());
       } else if (family == "ladder") {
         write_model_file(make_ladder(bodies), gen_out);
-        std::printf("wrote %s: ladder of %d coupled four-bar loops (%d bars)\n", gen_out.c_str(), bodies, 2 * bodies + 1);
+        std::fprintf(stderr, "wrote %s: ladder of %d coupled four-bar loops (%d bars)\n", gen_out.c_str(), bodies, 2 * bodies + 1);
       } else {
         write_model_file(make_spinning_bar_chain(bodies, seed), gen_out);
-        std::printf("wrote %s: %d spinning bars on spherical joints (seed %u)\n", gen_out.c_str(), bodies, seed);
+        std::fprintf(stderr, "wrote %s: %d spinning bars on spherical joints (seed %u)\n", gen_out.c_str(), bodies, seed);
       }
       return 0;
     }
@@ -944,7 +944,7 @@ int main(int argc, char** argv) {
       AssemblyReport report;
       const Model m = assemble_initial_state(read_model(asm_path, {}), report);
       write_model_file(m, asm_out);
-      std::cout << report.summary(m) << "wrote " << asm_out << "\n";
+      std::cerr << report.summary(m) << "wrote " << asm_out << "\n";
       return 0;
     }
   } catch (const std::exception& e) {

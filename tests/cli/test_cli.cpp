@@ -80,6 +80,16 @@ TEST(Cli, GenerateWritesThePaperChain) {
   EXPECT_EQ(m.joints[3].type, treedyn::JointType::Revolute);
 }
 
+// The notice of what was written goes to standard error: a model written to standard output is
+// the model alone, readable as it comes.
+TEST(Cli, GenerateToStandardOutputWritesTheModelAlone) {
+  const auto out = run_shell(std::string(TREEDYN_BINARY) + " generate ladder -n 3 -o /dev/stdout 2>&1 > " + temp("piped.json"));
+  ASSERT_EQ(out.status, 0) << out.text;
+  EXPECT_NE(out.text.find("wrote /dev/stdout"), std::string::npos) << out.text;
+  const treedyn::Model m = treedyn::read_model_file(temp("piped.json"));
+  EXPECT_EQ(m.body_count(), 7);
+}
+
 TEST(Cli, InconsistentInitialStateIsRefusedUnlessAssembled) {
   std::string text;
   {
