@@ -67,8 +67,9 @@ struct JointRows {
   int rows = 0;
   /// G_c = [I 0] and G_p = -G_c exactly (a tree joint whose constraint subspace is the first
   /// `rows` axes: spherical, fixed). The kernels then take blocks of K and b where they would
-  /// multiply by G, with the same result. Whoever writes G_p or G_c calls reset() first (it clears
-  /// the flag): set_tree_rows keeps rows it finds flagged.
+  /// multiply by G, with the same result. Only set_tree_rows sets the flag, and it keeps rows it
+  /// finds flagged: rows that were set by set_tree_rows are rewritten only after reset() (which
+  /// clears it). Loop rows, written in place, are never flagged.
   bool unit_rows = false;
   /// Zeroes everything and sets the row count.
   void reset(int n) {
