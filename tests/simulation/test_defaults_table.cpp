@@ -37,8 +37,9 @@ const std::map<std::pair<std::string, std::string>, std::string>& expected_not_o
       {{"slider_crank", "hdca"}, "refused"},
       // The four-bar's aligned positions: half-implicit's Newton iteration fails at 7.11 s;
       // backward Euler drains 28.8 J of 51 J, 2 m off, and no step is chosen for it: it came
-      // near a singular position, which a step does not settle (at 2.3e-5 s, the step its
-      // estimate advised, its Newton iteration fails there at 3.04 s). (hdca passes them right,
+      // near a singular position, which a step does not settle (at 2.3e-5 s, the step its order
+      // would ask for, its Newton iteration fails there at 1.01 s), so it advises ali3 and the
+      // reference, not a step (Simulation.ARunThatCameNearASingularPosition...). (hdca passes them right,
       // 1.9e-5 m, and dca with its default Baumgarte stabilisation, 1.5e-3 m; unstabilised, dca
       // leaves its branch there, 2.0 m off. The reference companion vouches for both.)
       {{"four_bar", "half-implicit"}, "failed"},
