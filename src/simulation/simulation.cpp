@@ -237,19 +237,43 @@ double advised_setting(const ErrorEstimate& e, double threshold) {
   return e.order > 0 ? e.setting * std::pow(shrink, 1.0 / e.order) : e.setting * shrink;
 }
 
-/// What would meet the accuracy check that `e` failed (threshold: its bound, m). A run that came
-/// near a singular position (`near_singular`: the branch watch saw one; or its estimate was
-/// started by one) depends on how it passes it, which a smaller step or tolerance does not
+/// False when the run `r` was made at a smaller step than the run before it (r.step_tries' last)
+/// and its estimate did not even halve: at order p it shrinks as h^p once the step is in the
+/// method's asymptotic range; before that it may shrink less (backward Euler's error at a large
+/// step is bounded by the motion it has damped away: 0.78 m at 0.01 s, 4.3e-2 m at 1.1e-4 s on the
+/// spatial pendulum), but one that did not halve is not getting there: paper 000's whip under
+/// backward Euler, 8.4 m at 0.01 s, 8.6 m at 7.1e-4 s, and still 7.4 m at the 5.3e-5 s its order
+/// then asked for.
+bool estimate_shrank(const SimulationResult& r) {
+  return r.step_tries.empty() || !(r.error_estimate.position > 0.5 * r.step_tries.back().error);
+}
+
+/// What would meet the accuracy check that `r`'s estimate failed (threshold: its bound, m). A run
+/// that came near a singular position (`near_singular`: the branch watch saw one; or its estimate
+/// was started by one) depends on how it passes it, which a smaller step or tolerance does not
 /// settle: the index-3 Newton iterations fail there at small steps (backward Euler on the
 /// four-bar: warning at 0.01 s, failed at 1e-3 s and at the 2.3e-5 s its order would ask for), so
-/// no step is advised; otherwise the error scales as h^p (fixed step) or as the tolerance
-/// (adaptive), and half the threshold is aimed at.
-std::string accuracy_advice(const ErrorEstimate& e, double threshold, bool near_singular, const std::string& formulation) {
+/// no step is advised; nor for one whose estimate did not shrink with the step (estimate_shrank);
+/// otherwise the error scales as h^p (fixed step) or as the tolerance (adaptive), and half the
+/// threshold is aimed at.
+std::string accuracy_advice(const SimulationResult& r, double threshold, bool near_singular) {
+  const ErrorEstimate& e = r.error_estimate;
   if (started_by_singular_position(e) || near_singular)
     return std::string("the answer depends on how the run passes the singular position") +
            (started_by_singular_position(e) ? "" : " it came near (the branch check), which a smaller step does not settle") +
-           (formulation == "ali3" ? "; the reference formulation passes" : "; ali3 and the reference formulation pass") +
+           (r.formulation == "ali3" ? "; the reference formulation passes" : "; ali3 and the reference formulation pass") +
            " singular positions of closed loops (README: which method when)";
+  if (!estimate_shrank(r)) {
+    const SimulationResult::StepTry& before = r.step_tries.back();
+    std::string others;  // the methods that keep the energy, each at the step or tolerance its estimate asks
+    for (const char* name : {"half-implicit", "ali3", "dca", "hdca"})
+      if (r.formulation != name) others += std::string(others.empty() ? "" : ", ") + name;
+    return "the estimate did not shrink with the step (" + sci(before.error) + " m at " + sci(before.step) + " s, " +
+           sci(e.position) + " m at " + sci(r.step) + " s), so " + r.formulation +
+           " does not converge on this model at steps worth taking and none is advised; methods that keep the energy "
+           "do: " + others + ", each run without --dt or at the step or tolerance its estimate advises (README: which "
+           "method when)";
+  }
   if (e.order > 0)
     return "at the method's order " + std::to_string(e.order) + ", a step of about " + sci(advised_setting(e, threshold)) +
            " s would meet it (--dt)";
@@ -337,7 +361,7 @@ void judge(const Model& model, const JudgementOptions& options, double kinetic_m
     add_check(j, r.message, "accuracy", e.position, options.accuracy, j.length, "characteristic length", " m",
               "error estimate (body positions with " + e.refinement + ")");
     if (!j.checks.back().passed)
-      r.message += ": " + accuracy_advice(e, j.checks.back().threshold, branch.passages() > 0, r.formulation);
+      r.message += ": " + accuracy_advice(r, j.checks.back().threshold, branch.passages() > 0);
     if (!e.note.empty()) {  // the companion failed where the run did not: its answer is not settled
       j.checks.push_back({"accuracy-complete", e.t_compared, r.t_end, false, e.note});
       r.message += std::string(r.message.empty() ? "" : "; ") + "error estimate: " + e.note;
@@ -348,9 +372,10 @@ void judge(const Model& model, const JudgementOptions& options, double kinetic_m
 }
 
 /// One run of `sim` from its time to options.t_end (run_simulation without the step's choice);
-/// `start`: the bodies' states at that time (where companions start).
+/// `start`: the bodies' states at that time (where companions start); `tries`: the runs it
+/// replaces at larger steps (run_simulation), which its judgement reads.
 SimulationResult run_once(Simulator& sim, const RunOptions& options, const SystemState& start, SampleSink* sink,
-                          const ProgressCallback& progress) {
+                          const ProgressCallback& progress, const std::vector<SimulationResult::StepTry>& tries = {}) {
   using Clock = std::chrono::steady_clock;
   const Model& model = sim.model();
   const double t0 = sim.time();
@@ -373,6 +398,7 @@ SimulationResult run_once(Simulator& sim, const RunOptions& options, const Syste
   result.dt = options.dt;
   result.t_end = options.t_end;
   result.t_reached = t0;
+  result.step_tries = tries;
   Metrics metrics(model, &sim.inputs());
   std::unique_ptr<Simulator> companion;  // the error estimate's refined run, beside this one
   if (options.estimate_error || (options.verify && fixed_step(sim))) {
@@ -454,10 +480,10 @@ SimulationResult run_once(Simulator& sim, const RunOptions& options, const Syste
     if (const long passes = t.threaded_calls + t.serial_calls; passes > 0)
       result.diagnostics["passes_on_threads_fraction"] = static_cast<double>(t.threaded_calls) / static_cast<double>(passes);
   }
+  if (fixed_step(sim)) result.step = sim.settings().dt;
   if (result.status == "ok")
     judge(model, options.judge, kinetic_max, potential_max >= potential_min ? potential_max - potential_min : 0.0,
           quaternion_error, work > 0.0, branch, result);
-  if (fixed_step(sim)) result.step = sim.settings().dt;
   return result;
 }
 
@@ -480,7 +506,7 @@ bool passed_singular_position(const SimulationResult& r) {
 /// r.step_note saying why) when a smaller step would not settle it: the run came near a singular
 /// position of its loops, the estimate did not shrink with the step of the run before
 /// (`before`, if any), or the step would be too small.
-std::optional<double> smaller_step(SimulationResult& r, double first_step, const SimulationResult::StepTry* before) {
+std::optional<double> smaller_step(SimulationResult& r, double first_step) {
   const ErrorEstimate& e = r.error_estimate;
   const Judgement::Check* accuracy = r.status == "warning" ? failed_accuracy(r) : nullptr;
   if (!accuracy || e.order == 0 || !(e.position > 0.0) || started_by_singular_position(e)) return std::nullopt;
@@ -489,15 +515,11 @@ std::optional<double> smaller_step(SimulationResult& r, double first_step, const
                   "passes one is not settled by the step (the branch check)";
     return std::nullopt;
   }
-  // At order p the estimate shrinks as h^p once the step is in the method's asymptotic range;
-  // before that it may shrink less (backward Euler's error at a large step is bounded by the
-  // motion it has damped away: 0.78 m at 0.01 s, 4.3e-2 m at 1.1e-4 s on the spatial pendulum),
-  // but one that did not even halve is not getting there (paper 000's whip: 8.4 m at 0.01 s,
-  // 8.6 m at 7.1e-4 s), and a still smaller step would only cost more.
-  if (before && e.position > 0.5 * before->error) {
-    r.step_note = "the estimate did not shrink with the step (" + sci(before->error) + " m at " + sci(before->step) + " s, " +
+  if (!estimate_shrank(r)) {  // a still smaller step would only cost more
+    const SimulationResult::StepTry& before = r.step_tries.back();
+    r.step_note = "the estimate did not shrink with the step (" + sci(before.error) + " m at " + sci(before.step) + " s, " +
                   sci(e.position) + " m at " + sci(r.step) + " s, where order " + std::to_string(e.order) +
-                  " predicts " + sci(before->error * std::pow(r.step / before->step, e.order)) +
+                  " predicts " + sci(before.error * std::pow(r.step / before.step, e.order)) +
                   " m): the method does not converge on this model at such steps, so no smaller one was tried";
     return std::nullopt;
   }
@@ -532,7 +554,7 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
   const double first_step = r.step;
   std::vector<SimulationResult::StepTry> tries;
   while (static_cast<int>(tries.size()) < kStepRetries) {
-    const std::optional<double> step = smaller_step(r, first_step, tries.empty() ? nullptr : &tries.back());
+    const std::optional<double> step = smaller_step(r, first_step);
     if (!step) break;
     if (!sink || !sink->restart()) {
       r.step_note = "a step of " + sci(*step) + " s would meet the accuracy check; the run's output cannot be "
@@ -541,9 +563,8 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
     }
     tries.push_back({r.step, r.error_estimate.position, failed_accuracy(r)->threshold, r.wall_seconds, r.stats.steps});
     restart_at_step(sim, *step, start);
-    r = run_once(sim, options, start, sink, progress);
+    r = run_once(sim, options, start, sink, progress, tries);
   }
-  r.step_tries = std::move(tries);
   return r;
 }
 
