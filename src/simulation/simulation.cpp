@@ -237,15 +237,26 @@ double advised_setting(const ErrorEstimate& e, double threshold) {
   return e.order > 0 ? e.setting * std::pow(shrink, 1.0 / e.order) : e.setting * shrink;
 }
 
-/// False when the run `r` was made at a smaller step than the run before it (r.step_tries' last)
-/// and its estimate did not even halve: at order p it shrinks as h^p once the step is in the
-/// method's asymptotic range; before that it may shrink less (backward Euler's error at a large
-/// step is bounded by the motion it has damped away: 0.78 m at 0.01 s, 4.3e-2 m at 1.1e-4 s on the
-/// spatial pendulum), but one that did not halve is not getting there: paper 000's whip under
-/// backward Euler, 8.4 m at 0.01 s, 8.6 m at 7.1e-4 s, and still 7.4 m at the 5.3e-5 s its order
-/// then asked for.
-bool estimate_shrank(const SimulationResult& r) {
-  return r.step_tries.empty() || !(r.error_estimate.position > 0.5 * r.step_tries.back().error);
+/// Empty, or why the run `r`, made at a smaller step than the run before it (r.step_tries' last),
+/// shows its method not converging at such steps: its estimate shrank as h^p_obs with p_obs below
+/// half the method's order p. At order p it shrinks as h^p once the step is in the method's
+/// asymptotic range; before that it may shrink less (backward Euler on the spatial pendulum: 0.78
+/// m at 0.01 s, 4.3e-2 m at 1.1e-4 s, p_obs 0.64, then ok), but much less is not getting there:
+/// backward Euler on paper 000's whip, 8.4 m at 0.01 s, 8.6 m at 7.1e-4 s (p_obs < 0), and still
+/// 7.4 m at the 5.3e-5 s its order then asked for; on an 8-link chain, 5.35 m at 0.01 s, 2.66 m at
+/// 7.0e-5 s (p_obs 0.14), and 1.87 m at the 9.9e-7 s its order then asked for (7.7 minutes).
+std::string not_converging(const SimulationResult& r) {
+  if (r.step_tries.empty() || r.error_estimate.order <= 0) return {};
+  const SimulationResult::StepTry& before = r.step_tries.back();
+  const double p = r.error_estimate.order;
+  const double p_obs = std::log(before.error / r.error_estimate.position) / std::log(before.step / r.step);
+  if (!(p_obs < 0.5 * p)) return {};  // NaN (no estimate): left to the other checks
+  char order[32];
+  std::snprintf(order, sizeof order, "%.2g", p_obs);
+  return (p_obs > 0.0 ? "the estimate shrank only as h^" + std::string(order) : std::string("the estimate did not shrink")) +
+         " from the step before (" + sci(before.error) + " m at " + sci(before.step) + " s, " +
+         sci(r.error_estimate.position) + " m at " + sci(r.step) + " s, where order " + std::to_string(r.error_estimate.order) +
+         " predicts " + sci(before.error * std::pow(r.step / before.step, p)) + " m)";
 }
 
 /// What would meet the accuracy check that `r`'s estimate failed (threshold: its bound, m). A run
@@ -253,7 +264,7 @@ bool estimate_shrank(const SimulationResult& r) {
 /// was started by one) depends on how it passes it, which a smaller step or tolerance does not
 /// settle: the index-3 Newton iterations fail there at small steps (backward Euler on the
 /// four-bar: warning at 0.01 s, failed at 1e-3 s and at the 2.3e-5 s its order would ask for), so
-/// no step is advised; nor for one whose estimate did not shrink with the step (estimate_shrank);
+/// no step is advised; nor for one whose estimate shrank far slower than its order (not_converging);
 /// otherwise the error scales as h^p (fixed step) or as the tolerance (adaptive), and half the
 /// threshold is aimed at.
 std::string accuracy_advice(const SimulationResult& r, double threshold, bool near_singular) {
@@ -263,13 +274,11 @@ std::string accuracy_advice(const SimulationResult& r, double threshold, bool ne
            (started_by_singular_position(e) ? "" : " it came near (the branch check), which a smaller step does not settle") +
            (r.formulation == "ali3" ? "; the reference formulation passes" : "; ali3 and the reference formulation pass") +
            " singular positions of closed loops (README: which method when)";
-  if (!estimate_shrank(r)) {
-    const SimulationResult::StepTry& before = r.step_tries.back();
+  if (const std::string why = not_converging(r); !why.empty()) {
     std::string others;  // the methods that keep the energy, each at the step or tolerance its estimate asks
     for (const char* name : {"half-implicit", "ali3", "dca", "hdca"})
       if (r.formulation != name) others += std::string(others.empty() ? "" : ", ") + name;
-    return "the estimate did not shrink with the step (" + sci(before.error) + " m at " + sci(before.step) + " s, " +
-           sci(e.position) + " m at " + sci(r.step) + " s), so " + r.formulation +
+    return why + ", so " + r.formulation +
            " does not converge on this model at steps worth taking and none is advised; methods that keep the energy "
            "do: " + others + ", each run without --dt or at the step or tolerance its estimate advises (README: which "
            "method when)";
@@ -504,8 +513,8 @@ bool passed_singular_position(const SimulationResult& r) {
 /// RunOptions::choose_step: the smaller step to run `r` again at, a whole fraction of its step
 /// (so the samples fall where they did); nothing when `r` does not call for one or (with
 /// r.step_note saying why) when a smaller step would not settle it: the run came near a singular
-/// position of its loops, the estimate did not shrink with the step of the run before
-/// (`before`, if any), or the step would be too small.
+/// position of its loops, the estimate shrank far slower than the method's order from the run
+/// before (not_converging), or the step would be too small.
 std::optional<double> smaller_step(SimulationResult& r, double first_step) {
   const ErrorEstimate& e = r.error_estimate;
   const Judgement::Check* accuracy = r.status == "warning" ? failed_accuracy(r) : nullptr;
@@ -515,12 +524,8 @@ std::optional<double> smaller_step(SimulationResult& r, double first_step) {
                   "passes one is not settled by the step (the branch check)";
     return std::nullopt;
   }
-  if (!estimate_shrank(r)) {  // a still smaller step would only cost more
-    const SimulationResult::StepTry& before = r.step_tries.back();
-    r.step_note = "the estimate did not shrink with the step (" + sci(before.error) + " m at " + sci(before.step) + " s, " +
-                  sci(e.position) + " m at " + sci(r.step) + " s, where order " + std::to_string(e.order) +
-                  " predicts " + sci(before.error * std::pow(r.step / before.step, e.order)) +
-                  " m): the method does not converge on this model at such steps, so no smaller one was tried";
+  if (const std::string why = not_converging(r); !why.empty()) {  // a still smaller step would only cost more
+    r.step_note = why + ": the method does not converge on this model at such steps, so no smaller one was tried";
     return std::nullopt;
   }
   const double h = advised_setting(e, accuracy->threshold);
