@@ -245,6 +245,8 @@ double advised_setting(const ErrorEstimate& e, double threshold) {
 /// backward Euler on paper 000's whip, 8.4 m at 0.01 s, 8.6 m at 7.1e-4 s (p_obs < 0), and still
 /// 7.4 m at the 5.3e-5 s its order then asked for; on an 8-link chain, 5.35 m at 0.01 s, 2.66 m at
 /// 7.0e-5 s (p_obs 0.14), and 1.87 m at the 9.9e-7 s its order then asked for (7.7 minutes).
+/// Two points cannot always tell "not yet" from "never" (ali3 on a 16-link chain: p_obs 0.45,
+/// then 1.5 at the next step); the advice then names methods that are ok there instead.
 std::string not_converging(const SimulationResult& r) {
   if (r.step_tries.empty() || r.error_estimate.order <= 0) return {};
   const SimulationResult::StepTry& before = r.step_tries.back();
@@ -279,7 +281,8 @@ std::string accuracy_advice(const SimulationResult& r, double threshold, bool ne
     for (const char* name : {"half-implicit", "ali3", "dca", "hdca"})
       if (r.formulation != name) others += std::string(others.empty() ? "" : ", ") + name;
     return why + ", so " + r.formulation +
-           " does not converge on this model at steps worth taking and none is advised; methods that keep the energy "
+           "'s error is not falling at its order at such steps, no step can be told from it and none is advised; "
+           "methods that keep the energy "
            "do: " + others + ", each run without --dt or at the step or tolerance its estimate advises (README: which "
            "method when)";
   }
@@ -525,7 +528,7 @@ std::optional<double> smaller_step(SimulationResult& r, double first_step) {
     return std::nullopt;
   }
   if (const std::string why = not_converging(r); !why.empty()) {  // a still smaller step would only cost more
-    r.step_note = why + ": the method does not converge on this model at such steps, so no smaller one was tried";
+    r.step_note = why + ": the error is not falling at the method's order at such steps, so no smaller one was tried";
     return std::nullopt;
   }
   const double h = advised_setting(e, accuracy->threshold);
