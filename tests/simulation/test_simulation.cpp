@@ -604,8 +604,9 @@ TEST(Simulation, AStepChoiceThatCannotBeRunIsSaidNotRun) {
 // file's step drains its energy through the aligned positions and ends warning, 3.7 m off by its
 // estimate; its order would ask for a step of about 2.3e-5 s, but there and at 1e-3 s the index-3
 // Newton iteration fails at an aligned position (at 2.3e-5 s: 1.01 s; at 1e-3 s: 27.2 s; at 2e-3
-// and 5e-3 s it still ends warning), so that advice did not work. A run that came near a singular position is now advised the methods that
-// pass one, not a step; checked: at 1e-3 s it fails, and ali3 at the file's step is ok.
+// and 5e-3 s it still ends warning), so that advice did not work. A run that came near a singular
+// position is now advised the methods that pass one, not a step; checked: at 1e-3 s it fails, and
+// ali3 at the file's step is ok.
 TEST(Simulation, ARunThatCameNearASingularPositionIsAdvisedAMethodNotAStep) {
   const ModelPtr model = share(read_model_file(test::model_path("four_bar")));
   RunOptions run;
