@@ -28,9 +28,23 @@
 // to the root (N ground pivots would make the root's Z a dense 5N x 5N system; topology.hpp).
 // Z^+ is a Cholesky solve, or the minimum-norm solution when Z is singular (redundant loops).
 //
+// In the handles' rows. Every load at a handle i is f_i = G_i' lambda_i, G_i the rows of its joint
+// on the side the body holds (m_i of them: 3 for a spherical joint, 5 for a revolute one), and an
+// elimination reads K and b only through G: G_i K_ij G_j' and G_i b_i. So an inner node keeps
+// only those, K~_ij = G_i K_ij G_j' (m_i x m_j) and b~_i = G_i b_i, and its loads as the
+// multipliers lambda_i; the equations above become
+//     Z = sum_s K~^s_EE,   Y~_i = K~^s_iE (m_i x m),   beta_hat = Z^+ (r - sum_s b~^s_E),
+//     K~^C_ij = [same side] K~^s_ij - Y~_i Z^+ Y~_j',   b~^C_i = b~^s_i + Y~_i beta_hat,
+//     lambda = beta_hat - Z^+ sum_j Y~_j' lambda_j
+// (the same numbers up to round-off: for unit rows, G = +-[I 0], exactly the leading blocks of
+// the Dim-sized ones). A leaf keeps K, b, f per Dim, as its formulation writes and reads them; G
+// is applied where a parent reads a leaf. A spherical chain's inner node holds 6 x 6 scalars of K~
+// where Dim-sized blocks took 4 x 36, and its products are 3 x 3.
+//
 // Glossary (symbol -> code): K_ij -> K[i*h + j] (xi_ij in 001/004, Phi_ij in Featherstone's DCA),
-// b_i -> b[i] (xi_i0; bias accelerations), f_i -> f[i] (T_i: impulses; forces), Z, Y_i, beta_hat,
-// lambda (sigma) as named. All per-node storage is sized once by HandleTree's constructor.
+// b_i -> b[i] (xi_i0; bias accelerations), f_i -> f[i] (T_i: impulses; forces) at a leaf;
+// K~, b~, lambda_i -> K_hat(), b_hat(), f_hat() at an inner node; Z, Y_i, beta_hat, lambda (sigma)
+// as named. All per-node storage is sized once by HandleTree's constructor.
 #pragma once
 
 #include <algorithm>
@@ -132,17 +146,13 @@ struct Elimination {
   }
 };
 
-/// The elimination of a single joint of m <= Dim rows, in fixed-size storage: W_i, beta_hat and
-/// lambda use their first m rows (Y_i lives only inside the kernel). The kernels are compiled for
-/// each m.
+/// The elimination of a single joint of m <= Dim rows (Y_i lives only inside the kernel; the
+/// kernels are compiled for each m). Column-major, in HandleTree's arena, r the node's handle rows:
 template <class S, int Dim>
 struct SingleElimination {
-  using Mat = Eigen::Matrix<S, Dim, Dim>;
-  using Vec = Eigen::Matrix<S, Dim, 1>;
-  Vec beta_hat = Vec::Zero(), lambda = Vec::Zero();
-  Mat Z_inverse = Mat::Zero();  // Z^+ in the top-left m x m, kept for bias-only re-assemblies
-  using RowsMat = typename Types<S, Dim>::RowsMat;
-  std::span<RowsMat> W;  // per handle: W_i = Z^+ Y_i' (m x Dim), in HandleTree's arena
+  std::span<S> Z_inverse;         // Z^+ (m x m), kept for bias-only re-assemblies
+  std::span<S> beta_hat, lambda;  // m each
+  std::span<S> W;                 // [W_1 ... W_h], W_i = Z^+ Y_i' (m x m_i): m x r
   bool singular = false;
 };
 
@@ -176,6 +186,10 @@ class HandleTree {
   using RowsMat = typename T::RowsMat;
   using Single = SingleElimination<S, Dim>;
   using Multiple = Elimination<S, Dim, Eigen::Dynamic>;
+  /// A block in handles' rows (m_i x m_j, m_i <= Dim) of fixed or dynamic size, on the stack.
+  template <int R, int C>
+  using Rows = Eigen::Matrix<S, R, C, R == 1 && C != 1 ? Eigen::RowMajor : Eigen::ColMajor,
+                             R == Eigen::Dynamic ? Dim : R, C == Eigen::Dynamic ? Dim : C>;
 
   struct Eliminated {
     int joint, offset, rows;
@@ -185,12 +199,26 @@ class HandleTree {
   };
 
   struct Node {
+    using MapX = Eigen::Map<Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>>;
+    using MapV = Eigen::Map<Eigen::Matrix<S, Eigen::Dynamic, 1>>;
     std::vector<int> handles;  // joints (AssemblyNode::handles)
     std::vector<char> holds_p; // per handle: this node holds the joint's p side
-    // K, b, f live in HandleTree's arenas, laid out in the order the passes visit the nodes.
+    // All storage lives in HandleTree's arenas, laid out in the order the passes visit the nodes.
+    // A leaf's K, b, f, per Dim (its formulation fills K and b and reads f):
     std::span<Mat> K;          // handles x handles blocks, K[i * h + j]; one block for a Shared leaf
     std::span<Vec> b;
     std::span<Vec> f;          // loads at the handles, after disassembly
+    // An inner node's in its handles' rows: with o_i = offset[i] and r = offset[h] the sum of the
+    // handles' rows m_i, G_i K_ij G_j' is the (o_i, o_j) block of the r x r matrix K_hat(), G_i b_i
+    // and the multipliers lambda_i of handle i's joint (f_i = G_i' lambda_i) the segments at o_i
+    // of b_hat() and f_hat(). Empty for a leaf.
+    std::span<S> K_r, b_r, f_r;
+    std::span<int> offset;     // h + 1 entries, every node
+    int o(int i) const { return offset[static_cast<std::size_t>(i)]; }
+    int rows() const { return offset.back(); }
+    MapX K_hat() const { return MapX(K_r.data(), rows(), rows()); }
+    MapV b_hat() const { return MapV(b_r.data(), rows()); }
+    MapV f_hat() const { return MapV(f_r.data(), rows()); }
     // Elimination of the joints between the children (inner nodes).
     std::vector<Eliminated> eliminated;
     struct Source {
@@ -198,6 +226,8 @@ class HandleTree {
     };
     std::vector<Source> from;  // per handle
     int m = 0;                 // equations eliminated here
+    bool inner = false;        // K, b, f in the handles' rows (below); a leaf's are per Dim
+    bool uniform = false;      // one joint eliminated, and every handle has as many rows as it
     Single* single = nullptr;  // when exactly one joint is eliminated (uses_single), in singles_: leaves have none
     std::unique_ptr<Multiple> multiple;  // used when several are (held apart: most nodes eliminate one joint)
     int size() const { return static_cast<int>(handles.size()); }
@@ -288,28 +318,35 @@ class HandleTree {
   }
   void setup_node(int id);
   void assemble_node(int id, const std::vector<JointRows<S, Dim>>& rows);
+  template <int M, int MK>
   void eliminate_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
-  template <int M>
-  void eliminate_single(Node& n, const Node* const side[2], const JointRows<S, Dim>& jr);
-  template <int M>
-  void recover_single(Node& n, Node* const side[2], const JointRows<S, Dim>& jr);
+  template <int M, int MK>
+  void recover_single(Node& n, Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
   void eliminate_multiple(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
   void disassemble_node(int id, const std::vector<JointRows<S, Dim>>& rows);
   void assemble_bias_node(int id, const std::vector<JointRows<S, Dim>>& rows);
   void connect_base_bias(const std::vector<JointRows<S, Dim>>& rows);
-  template <int M>
-  void bias_single(Node& n, const Node* const side[2], const JointRows<S, Dim>& jr);
+  template <int M, int MK>
+  void bias_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
   void bias_multiple(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
-  void base_rhs(const std::vector<JointRows<S, Dim>>& rows);
   void base_loads(const std::vector<JointRows<S, Dim>>& rows);
   /// Calls f.template operator()<M>() for the single-joint kernel compiled for `m` rows.
   template <class F>
   static void dispatch_rows(int m, F&& f);
   static const RowsMat& rows_of(const JointRows<S, Dim>& r, bool p_side) { return p_side ? r.G_p : r.G_c; }
-  /// For unit rows: G on child side s (0 left, 1 right) is unit_sign [I 0] (G_p = -[I 0]).
-  static S unit_sign(const Eliminated& x, int s) { return (s == 0) == x.p_left ? S(-1) : S(1); }
+  /// For unit rows: G on the p side is -[I 0], on the c side [I 0].
+  static S unit_sign(bool p_side) { return p_side ? S(-1) : S(1); }
+  /// The rows m_i of handle i of a node (its joint's).
+  int rows_at(const Node& n, int i) const { return sides_[static_cast<std::size_t>(n.handles[static_cast<std::size_t>(i)])].rows; }
+  /// A child's K_ab, b_a in its handles' rows (G_a K_ab G_b', G_a b_a), RA x RB (fixed, or Dynamic).
+  template <int RA = Eigen::Dynamic, int RB = Eigen::Dynamic>
+  Rows<RA, RB> k_rows(const Node& c, int a, int b, const std::vector<JointRows<S, Dim>>& rows) const;
+  template <int RA = Eigen::Dynamic>
+  Rows<RA, 1> b_rows(const Node& c, int a, const std::vector<JointRows<S, Dim>>& rows) const;
+  template <class Derived>
+  void put_load(Node& c, int a, const Eigen::MatrixBase<Derived>& lambda, const std::vector<JointRows<S, Dim>>& rows);
   template <int M>
-  static Eigen::Matrix<S, M, 1> single_rhs(const Eliminated& x, const Node* const side[2], const JointRows<S, Dim>& jr);
+  Eigen::Matrix<S, M, 1> single_rhs(const Eliminated& x, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) const;
   static bool uses_single(const Node& n) {
     return n.eliminated.size() == 1 && n.eliminated.front().left >= 0 && n.eliminated.front().right >= 0 &&
            n.size() <= kMaxSingleHandles;
@@ -320,9 +357,10 @@ class HandleTree {
   InverseMethod method_;
   std::vector<Node> nodes_;
   std::vector<Mat> K_arena_;
-  std::vector<Single> singles_;  // the single-joint eliminations, in the passes' visiting order (408 bytes each)
-  std::vector<RowsMat> W_arena_;
+  std::vector<Single> singles_;  // the single-joint eliminations, in the passes' visiting order
   std::vector<Vec> b_arena_, f_arena_;
+  std::vector<S> scalar_arena_;  // inner nodes' K_r, b_r, f_r and the singles' W
+  std::vector<int> offset_arena_;
   struct Base {  // the root's handles eliminated against ground
     std::vector<Eliminated> eliminated;
     int m = 0;

@@ -19,30 +19,47 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     if (sides_[j].rows < 0 || sides_[j].rows > Dim)
       throw std::invalid_argument("dc::HandleTree: joint " + std::to_string(j) + " has " + std::to_string(sides_[j].rows) +
                                   " rows; a tree of dimension " + std::to_string(Dim) + " takes 0 to " + std::to_string(Dim));
-  // Handles (joints that carry loads), then the arenas in the passes' visiting order. Leaves
-  // eliminate nothing, so they have no W.
+  // Handles (joints that carry loads), then the arenas in the passes' visiting order: a leaf's K,
+  // b, f in Dim blocks (its formulation fills and reads them), an inner node's in its handles' rows.
   std::vector<int> order;
   for (const auto& s : tree.subtrees()) order.insert(order.end(), s.begin(), s.end());
   for (const auto& level : tree.upper_levels()) order.insert(order.end(), level.begin(), level.end());
   auto k_blocks = [&](int id) -> std::size_t {
     const auto h = static_cast<std::size_t>(node(id).size());
-    return tree.node(id).is_leaf() && leaf_blocks == LeafBlocks::Shared ? std::min<std::size_t>(h, 1) : h * h;
+    if (!tree.node(id).is_leaf()) return 0;
+    return leaf_blocks == LeafBlocks::Shared ? std::min<std::size_t>(h, 1) : h * h;
   };
-  std::size_t k_size = 0, v_size = 0;
+  auto handle_rows = [&](const Node& n) {
+    std::size_t r = 0;
+    for (int j : n.handles) r += static_cast<std::size_t>(sides_[static_cast<std::size_t>(j)].rows);
+    return r;
+  };
+  std::size_t k_size = 0, v_size = 0, scalar_size = 0, offset_size = 0;
   for (int id = 0; id < static_cast<int>(nodes_.size()); ++id) {
     Node& n = node(id);
     for (int j : tree.node(id).handles)
       if (sides_[static_cast<std::size_t>(j)].rows > 0) n.handles.push_back(j);
-    k_size += k_blocks(id);
-    v_size += static_cast<std::size_t>(n.size());
+    offset_size += static_cast<std::size_t>(n.size()) + 1;
+    if (tree.node(id).is_leaf()) {
+      k_size += k_blocks(id);
+      v_size += static_cast<std::size_t>(n.size());
+    } else {
+      const std::size_t r = handle_rows(n);
+      scalar_size += r * r + 2 * r;
+    }
   }
   K_arena_.assign(k_size, Mat::Zero());
   b_arena_.assign(v_size, Vec::Zero());
   f_arena_.assign(v_size, Vec::Zero());
-  std::size_t k_at = 0, v_at = 0;
+  offset_arena_.assign(offset_size, 0);
+  std::size_t k_at = 0, v_at = 0, o_at = 0;
   for (int id : order) {
     Node& n = node(id);
     const auto h = static_cast<std::size_t>(n.size());
+    n.offset = std::span<int>(offset_arena_.data() + o_at, h + 1);
+    o_at += h + 1;
+    for (std::size_t i = 0; i < h; ++i) n.offset[i + 1] = n.offset[i] + sides_[static_cast<std::size_t>(n.handles[i])].rows;
+    if (!tree.node(id).is_leaf()) continue;
     n.K = std::span<Mat>(K_arena_.data() + k_at, k_blocks(id));
     n.b = std::span<Vec>(b_arena_.data() + v_at, h);
     n.f = std::span<Vec>(f_arena_.data() + v_at, h);
@@ -50,20 +67,33 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     v_at += h;
   }
   for (int id : order) setup_node(id);  // children before parents
-  // The single-joint eliminations and their W (one per handle), for the nodes that have one (not
-  // the leaves, half the nodes; nor the several-joint nodes, whose W is their own).
-  std::size_t singles = 0, w_size = 0;
+  // The single-joint eliminations, for the nodes that have one (not the leaves, half the nodes; nor
+  // the several-joint nodes, whose W is their own), and their W (m x r).
+  std::size_t singles = 0;
   for (const Node& n : nodes_)
-    if (uses_single(n)) ++singles, w_size += static_cast<std::size_t>(n.size());
+    if (uses_single(n)) ++singles, scalar_size += static_cast<std::size_t>(n.m * (n.m + 2 + n.rows()));
   singles_.resize(singles);
-  W_arena_.assign(w_size, RowsMat::Zero());
-  std::size_t s_at = 0, w_at = 0;
+  scalar_arena_.assign(scalar_size, S(0));
+  std::size_t s_at = 0, x_at = 0;
+  auto take = [&](std::size_t count) {
+    const std::span<S> out(scalar_arena_.data() + x_at, count);
+    x_at += count;
+    return out;
+  };
   for (int id : order) {
     Node& n = node(id);
+    if (tree.node(id).is_leaf()) continue;
+    const auto r = static_cast<std::size_t>(n.rows());
+    n.K_r = take(r * r);
+    n.b_r = take(r);
+    n.f_r = take(r);
     if (!uses_single(n)) continue;
     n.single = &singles_[s_at++];
-    n.single->W = std::span<RowsMat>(W_arena_.data() + w_at, static_cast<std::size_t>(n.size()));
-    w_at += static_cast<std::size_t>(n.size());
+    const auto m = static_cast<std::size_t>(n.m);
+    n.single->Z_inverse = take(m * m);
+    n.single->beta_hat = take(m);
+    n.single->lambda = take(m);
+    n.single->W = take(m * r);
   }
   // Base connection: the root's handles all meet the ground.
   const Node& root = node(tree.root());
@@ -89,6 +119,7 @@ void HandleTree<S, Dim>::setup_node(int id) {
   for (int j : n.handles)
     n.holds_p.push_back(std::binary_search(a.bodies.begin(), a.bodies.end(), sides_[static_cast<std::size_t>(j)].body_p));
   if (a.is_leaf()) return;
+  n.inner = true;
   const Node& left = node(a.left);
   const Node& right = node(a.right);
   for (int j : a.eliminated) {
@@ -104,71 +135,117 @@ void HandleTree<S, Dim>::setup_node(int id) {
     const int l = handle_index(left, j);
     n.from.push_back(l >= 0 ? typename Node::Source{0, l} : typename Node::Source{1, handle_index(node(a.right), j)});
   }
+  n.uniform = n.eliminated.size() == 1 &&
+              std::all_of(n.handles.begin(), n.handles.end(), [&](int j) { return sides_[static_cast<std::size_t>(j)].rows == n.m; });
   if (!uses_single(n) && n.m > 0) {  // several joints, or too many handles for the single kernel
     n.multiple = std::make_unique<Multiple>();
     n.multiple->resize(n.m, h, method_);
   }
 }
 
-// One joint of M rows between the children (chains, trees): fixed sizes throughout.
+// A child's K_ab and b_a in its handles' rows, G_a K_ab G_b' and G_a b_a (m_a x m_b, m_a): an
+// inner node stores them so; a leaf holds them per Dim (its formulation fills them), and its
+// handles' rows G are applied here. Unit rows (G = sign [I 0]) take blocks instead of products.
 template <class S, int Dim>
-template <int M>
-void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], const JointRows<S, Dim>& jr) {
+template <int RA, int RB>
+[[gnu::always_inline]] inline typename HandleTree<S, Dim>::template Rows<RA, RB> HandleTree<S, Dim>::k_rows(const Node& c, int a, int b,
+                                                                               const std::vector<JointRows<S, Dim>>& rows) const {
+  const int ma = rows_at(c, a), mb = rows_at(c, b);
+  if (c.inner) return c.K_hat().template block<RA, RB>(c.o(a), c.o(b), ma, mb);
+  const Mat& K = c.k(a, b);
+  const JointRows<S, Dim>& ja = rows[static_cast<std::size_t>(c.handles[static_cast<std::size_t>(a)])];
+  const JointRows<S, Dim>& jb = rows[static_cast<std::size_t>(c.handles[static_cast<std::size_t>(b)])];
+  const bool pa = c.holds_p[static_cast<std::size_t>(a)] != 0, pb = c.holds_p[static_cast<std::size_t>(b)] != 0;
+  if (ja.unit_rows && jb.unit_rows) return (unit_sign(pa) * unit_sign(pb)) * K.template block<RA, RB>(0, 0, ma, mb);
+  return rows_of(ja, pa).template block<RA, Dim>(0, 0, ma, Dim) * K *
+         rows_of(jb, pb).template block<RB, Dim>(0, 0, mb, Dim).transpose();
+}
+
+template <class S, int Dim>
+template <int RA>
+[[gnu::always_inline]] inline typename HandleTree<S, Dim>::template Rows<RA, 1> HandleTree<S, Dim>::b_rows(const Node& c, int a,
+                                                                              const std::vector<JointRows<S, Dim>>& rows) const {
+  const int m = rows_at(c, a);
+  if (c.inner) return c.b_hat().template segment<RA>(c.o(a), m);
+  const Vec& b = c.b[static_cast<std::size_t>(a)];
+  const JointRows<S, Dim>& ja = rows[static_cast<std::size_t>(c.handles[static_cast<std::size_t>(a)])];
+  const bool pa = c.holds_p[static_cast<std::size_t>(a)] != 0;
+  if (ja.unit_rows) return unit_sign(pa) * b.template head<RA>(m);
+  return rows_of(ja, pa).template block<RA, Dim>(0, 0, m, Dim) * b;
+}
+
+// The load at a child's handle a from its joint's multipliers lambda: an inner node keeps lambda,
+// a leaf gets f = G_a' lambda.
+template <class S, int Dim>
+template <class Derived>
+void HandleTree<S, Dim>::put_load(Node& c, int a, const Eigen::MatrixBase<Derived>& lambda,
+                                  const std::vector<JointRows<S, Dim>>& rows) {
+  constexpr int R = Derived::RowsAtCompileTime;
+  const auto m = lambda.size();
+  if (c.inner) {
+    c.f_hat().template segment<R>(c.o(a), m) = lambda;
+    return;
+  }
+  Vec& f = c.f[static_cast<std::size_t>(a)];
+  const JointRows<S, Dim>& ja = rows[static_cast<std::size_t>(c.handles[static_cast<std::size_t>(a)])];
+  const bool pa = c.holds_p[static_cast<std::size_t>(a)] != 0;
+  if (ja.unit_rows) {
+    f.setZero();
+    f.template head<R>(m) = unit_sign(pa) * lambda;
+  } else {
+    f.noalias() = rows_of(ja, pa).template block<R, Dim>(0, 0, m, Dim).transpose() * lambda;
+  }
+}
+
+// One joint of M rows between the children (chains, trees), in the handles' rows: Z is M x M,
+// Y_i m_i x M, W_i M x m_i. MK is M when every handle of the node has M rows (a chain of one joint
+// type: fixed sizes throughout), else Eigen::Dynamic.
+template <class S, int Dim>
+template <int M, int MK>
+void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
   using MatM = Eigen::Matrix<S, M, M>;
   const Eliminated& x = n.eliminated.front();
+  const JointRows<S, Dim>& jr = rows[static_cast<std::size_t>(x.joint)];
   Single& e = *n.single;
-  const auto G0 = rows_of(jr, x.p_left).template topRows<M>();
-  const auto G1 = rows_of(jr, !x.p_left).template topRows<M>();
-  const Mat& K0 = side[0]->k(x.left, x.left);
-  const Mat& K1 = side[1]->k(x.right, x.right);
-  // Z and beta_hat (paper 004, Eqs. 33, 34, 37). Unit rows (G0 = s0 [I 0], G1 = -G0): G K G' is
-  // K's leading block and G b b's head, taken instead of multiplied (the same numbers).
-  MatM Z;
-  if (jr.unit_rows) {
-    Z = K0.template topLeftCorner<M, M>();
-    Z += K1.template topLeftCorner<M, M>();
-  } else {
-    Z.noalias() = G0 * K0 * G0.transpose();
-    Z.noalias() += G1 * K1 * G1.transpose();
-  }
+  const int at[2] = {x.left, x.right};  // the joint's handle in each child
+  // Z and beta_hat (paper 004, Eqs. 33, 34, 37): Z = G0 K0 G0' + G1 K1 G1', each the child's K in rows.
+  MatM Z = k_rows<M, M>(*side[0], x.left, x.left, rows);
+  Z += k_rows<M, M>(*side[1], x.right, x.right, rows);
   Z.diagonal().array() += jr.compliance;
-  const Eigen::Matrix<S, M, 1> rhs = single_rhs<M>(x, side, jr);
+  const Eigen::Matrix<S, M, 1> rhs = single_rhs<M>(x, side, rows);
   MatM Z_inverse;
   e.singular = method_ == InverseMethod::AdjugateLdup ? !paper_inverse(Z, Z_inverse, S(1e-10))
                                                       : !cholesky_inverse<S, M>(Z, Z_inverse);
   if (e.singular) Z_inverse = small_pseudo_inverse<S, M>(Z);
-  e.Z_inverse.template topLeftCorner<M, M>() = Z_inverse;
-  e.beta_hat.template head<M>().noalias() = Z_inverse * rhs;
-  // Y_i = K_i,e G' and W_i = Z^+ Y_i' (paper 004, Eqs. 35-36).
-  Eigen::Matrix<S, Dim, M> Y[kMaxSingleHandles];
+  Eigen::Map<MatM>(e.Z_inverse.data()) = Z_inverse;
+  Eigen::Map<Eigen::Matrix<S, M, 1>> beta_hat(e.beta_hat.data());
+  beta_hat.noalias() = Z_inverse * rhs;
+  // Y_i = G_i K_i,e G' and W_i = Z^+ Y_i' (paper 004, Eqs. 35-36).
+  Rows<MK, M> Y[kMaxSingleHandles];
+  typename Node::MapX W(e.W.data(), M, n.rows());
   for (int i = 0; i < n.size(); ++i) {
     const auto src = n.from[static_cast<std::size_t>(i)];
-    const Mat& K = side[src.side]->k(src.index, src.side == 0 ? x.left : x.right);
-    if (jr.unit_rows) Y[i] = unit_sign(x, src.side) * K.template leftCols<M>();
-    else Y[i].noalias() = K * (src.side == 0 ? G0 : G1).transpose();
-    e.W[static_cast<std::size_t>(i)].template topRows<M>().noalias() = Z_inverse * Y[i].transpose();
+    Y[i] = k_rows<MK, M>(*side[src.side], src.index, at[src.side], rows);
+    W.template block<M, MK>(0, n.o(i), M, Y[i].rows()).noalias() = Z_inverse * Y[i].transpose();
   }
   // K^C and b^C (paper 001, Eqs. 34-36); K is symmetric: fill j >= i and mirror.
+  auto K_hat = n.K_hat();
   for (int i = 0; i < n.size(); ++i) {
     const auto si = n.from[static_cast<std::size_t>(i)];
-    const auto& Yi = Y[i];
+    const auto mi = Y[i].rows();
     for (int j = i; j < n.size(); ++j) {
       const auto sj = n.from[static_cast<std::size_t>(j)];
-      Mat& K = n.k(i, j);
-      if (si.side == sj.side) K = side[si.side]->k(si.index, sj.index);
+      const auto mj = Y[j].rows();
+      auto K = K_hat.template block<MK, MK>(n.o(i), n.o(j), mi, mj);
+      if (si.side == sj.side) K = k_rows<MK, MK>(*side[si.side], si.index, sj.index, rows);
       else K.setZero();
-      K.noalias() -= Yi * e.W[static_cast<std::size_t>(j)].template topRows<M>();
-      if (j != i) n.k(j, i) = K.transpose();
+      K.noalias() -= Y[i] * W.template block<M, MK>(0, n.o(j), M, mj);
+      if (j != i) K_hat.template block<MK, MK>(n.o(j), n.o(i), mj, mi) = K.transpose();
     }
-    n.b[static_cast<std::size_t>(i)] = side[si.side]->b[static_cast<std::size_t>(si.index)];
-    n.b[static_cast<std::size_t>(i)].noalias() += Yi * e.beta_hat.template head<M>();
+    auto b = n.b_hat().template segment<MK>(n.o(i), mi);
+    b = b_rows<MK>(*side[si.side], si.index, rows);
+    b.noalias() += Y[i] * beta_hat;
   }
-}
-
-template <class S, int Dim>
-void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
-  const JointRows<S, Dim>& jr = rows[static_cast<std::size_t>(n.eliminated.front().joint)];
-  dispatch_rows(n.eliminated.front().rows, [&]<int M>() { eliminate_single<M>(n, side, jr); });
 }
 
 // f.operator()<M>() for a single joint of m rows. The constructor refuses joints of more than Dim
@@ -197,85 +274,80 @@ void HandleTree<S, Dim>::dispatch_rows(int m, F&& f) {
                          " rows in a tree of dimension " + std::to_string(Dim));
 }
 
+// lambda = beta_hat - sum_j W_j lambda_j (paper 004, Eq. 45, in the handles' rows), passed to the
+// children's eliminated handles.
 template <class S, int Dim>
-template <int M>
-void HandleTree<S, Dim>::recover_single(Node& n, Node* const side[2], const JointRows<S, Dim>& jr) {
+template <int M, int MK>
+void HandleTree<S, Dim>::recover_single(Node& n, Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
   const Eliminated& x = n.eliminated.front();
   Single& e = *n.single;
-  auto lambda = e.lambda.template head<M>();
-  lambda = e.beta_hat.template head<M>();
-  for (int j = 0; j < n.size(); ++j)
-    lambda.noalias() -= e.W[static_cast<std::size_t>(j)].template topRows<M>() * n.f[static_cast<std::size_t>(j)];
-  for (int s = 0; s < 2; ++s) {  // f = G' lambda
-    Vec& f = side[s]->f[static_cast<std::size_t>(s == 0 ? x.left : x.right)];
-    if (jr.unit_rows) {
-      f.setZero();
-      f.template head<M>() = unit_sign(x, s) * lambda;
-    } else {
-      f.noalias() = rows_of(jr, (s == 0) == x.p_left).template topRows<M>().transpose() * lambda;
-    }
+  Eigen::Map<Eigen::Matrix<S, M, 1>> lambda(e.lambda.data());
+  lambda = Eigen::Map<const Eigen::Matrix<S, M, 1>>(e.beta_hat.data());
+  typename Node::MapX W(e.W.data(), M, n.rows());
+  auto f_hat = n.f_hat();
+  for (int j = 0; j < n.size(); ++j) {
+    const int mj = rows_at(n, j);
+    lambda.noalias() -= W.template block<M, MK>(0, n.o(j), M, mj) * f_hat.template segment<MK>(n.o(j), mj);
   }
+  put_load(*side[0], x.left, lambda, rows);
+  put_load(*side[1], x.right, lambda, rows);
 }
 
 // r - G0 b0 - G1 b1 of a single joint's equations (the right-hand side of paper 004, Eq. 37).
 template <class S, int Dim>
 template <int M>
 Eigen::Matrix<S, M, 1> HandleTree<S, Dim>::single_rhs(const Eliminated& x, const Node* const side[2],
-                                                      const JointRows<S, Dim>& jr) {
-  Eigen::Matrix<S, M, 1> rhs = jr.r.template head<M>();
-  for (int s = 0; s < 2; ++s) {
-    const Vec& b = side[s]->b[static_cast<std::size_t>(s == 0 ? x.left : x.right)];
-    if (jr.unit_rows) rhs.noalias() -= unit_sign(x, s) * b.template head<M>();
-    else rhs.noalias() -= rows_of(jr, (s == 0) == x.p_left).template topRows<M>() * b;
-  }
+                                                      const std::vector<JointRows<S, Dim>>& rows) const {
+  Eigen::Matrix<S, M, 1> rhs = rows[static_cast<std::size_t>(x.joint)].r.template head<M>();
+  rhs -= b_rows<M>(*side[0], x.left, rows);
+  rhs -= b_rows<M>(*side[1], x.right, rows);
   return rhs;
 }
 
-// Several joints between the children (a loop closing here): one m x m system.
+// Several joints between the children (a loop closing here): one m x m system, in the handles' rows.
 template <class S, int Dim>
 void HandleTree<S, Dim>::eliminate_multiple(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
   Multiple& e = *n.multiple;
-  auto G = [&](const Eliminated& x, int s) {
-    return rows_of(rows[static_cast<std::size_t>(x.joint)], (s == 0) == x.p_left).topRows(x.rows);
-  };
   auto index = [](const Eliminated& x, int s) { return s == 0 ? x.left : x.right; };  // -1: ground's side
   e.Z.setZero();
   for (const Eliminated& x : n.eliminated) {
     e.beta_hat.segment(x.offset, x.rows) = rows[static_cast<std::size_t>(x.joint)].r.head(x.rows);
     for (int s = 0; s < 2; ++s) {
       if (index(x, s) < 0) continue;
-      e.beta_hat.segment(x.offset, x.rows).noalias() -= G(x, s) * side[s]->b[static_cast<std::size_t>(index(x, s))];
+      e.beta_hat.segment(x.offset, x.rows) -= b_rows(*side[s], index(x, s), rows);
       for (const Eliminated& x2 : n.eliminated)
-        if (index(x2, s) >= 0)
-          e.Z.block(x.offset, x2.offset, x.rows, x2.rows).noalias() +=
-              G(x, s) * side[s]->k(index(x, s), index(x2, s)) * G(x2, s).transpose();
+        if (index(x2, s) >= 0) e.Z.block(x.offset, x2.offset, x.rows, x2.rows) += k_rows(*side[s], index(x, s), index(x2, s), rows);
     }
   }
   for (const Eliminated& x : n.eliminated)
     e.Z.diagonal().segment(x.offset, x.rows).array() += rows[static_cast<std::size_t>(x.joint)].compliance;
   for (int i = 0; i < n.size(); ++i) {
     const auto src = n.from[static_cast<std::size_t>(i)];
-    auto& Y = e.Y[static_cast<std::size_t>(i)];
+    const int mi = rows_at(n, i);
+    auto Y = e.Y[static_cast<std::size_t>(i)].topRows(mi);
     for (const Eliminated& x : n.eliminated)
       if (index(x, src.side) < 0) Y.middleCols(x.offset, x.rows).setZero();
-      else Y.middleCols(x.offset, x.rows).noalias() = side[src.side]->k(src.index, index(x, src.side)) * G(x, src.side).transpose();
-    e.W[static_cast<std::size_t>(i)] = Y.transpose();
+      else Y.middleCols(x.offset, x.rows) = k_rows(*side[src.side], src.index, index(x, src.side), rows);
+    e.W[static_cast<std::size_t>(i)].leftCols(mi) = Y.transpose();
   }
   e.solver.compute(e.Z);
   e.solver.solve_in_place(e.beta_hat);
   for (auto& W : e.W) e.solver.solve_in_place(W);
   for (int i = 0; i < n.size(); ++i) {
     const auto si = n.from[static_cast<std::size_t>(i)];
+    const int mi = rows_at(n, i);
+    const auto Yi = e.Y[static_cast<std::size_t>(i)].topRows(mi);
     for (int j = i; j < n.size(); ++j) {
       const auto sj = n.from[static_cast<std::size_t>(j)];
-      Mat& K = n.k(i, j);
-      if (si.side == sj.side) K = side[si.side]->k(si.index, sj.index);
+      const int mj = rows_at(n, j);
+      auto K = n.K_hat().block(n.o(i), n.o(j), mi, mj);
+      if (si.side == sj.side) K = k_rows(*side[si.side], si.index, sj.index, rows);
       else K.setZero();
-      K.noalias() -= e.Y[static_cast<std::size_t>(i)] * e.W[static_cast<std::size_t>(j)];
-      if (j != i) n.k(j, i) = K.transpose();
+      K.noalias() -= Yi * e.W[static_cast<std::size_t>(j)].leftCols(mj);
+      if (j != i) n.K_hat().block(n.o(j), n.o(i), mj, mi) = K.transpose();
     }
-    n.b[static_cast<std::size_t>(i)] = side[si.side]->b[static_cast<std::size_t>(si.index)];
-    n.b[static_cast<std::size_t>(i)].noalias() += e.Y[static_cast<std::size_t>(i)] * e.beta_hat;
+    n.b_hat().segment(n.o(i), mi) = b_rows(*side[si.side], si.index, rows);
+    n.b_hat().segment(n.o(i), mi).noalias() += Yi * e.beta_hat;
   }
 }
 
@@ -285,18 +357,23 @@ void HandleTree<S, Dim>::assemble_node(int id, const std::vector<JointRows<S, Di
   const AssemblyNode& a = tree_->node(id);
   const Node* const side[2] = {&node(a.left), &node(a.right)};
   if (uses_single(n)) {
-    eliminate_single(n, side, rows);
+    dispatch_rows(n.eliminated.front().rows, [&]<int M>() {
+      if (n.uniform) eliminate_single<M, M>(n, side, rows);
+      else eliminate_single<M, Eigen::Dynamic>(n, side, rows);
+    });
   } else if (n.m > 0) {
     eliminate_multiple(n, side, rows);
   } else {  // the children share no joint: C is their union
     for (int i = 0; i < n.size(); ++i) {
       const auto si = n.from[static_cast<std::size_t>(i)];
+      const int mi = rows_at(n, i);
       for (int j = 0; j < n.size(); ++j) {
         const auto sj = n.from[static_cast<std::size_t>(j)];
-        if (si.side == sj.side) n.k(i, j) = side[si.side]->k(si.index, sj.index);
-        else n.k(i, j).setZero();
+        auto K = n.K_hat().block(n.o(i), n.o(j), mi, rows_at(n, j));
+        if (si.side == sj.side) K = k_rows(*side[si.side], si.index, sj.index, rows);
+        else K.setZero();
       }
-      n.b[static_cast<std::size_t>(i)] = side[si.side]->b[static_cast<std::size_t>(si.index)];
+      n.b_hat().segment(n.o(i), mi) = b_rows(*side[si.side], si.index, rows);
     }
   }
 }
@@ -305,14 +382,13 @@ template <class S, int Dim>
 void HandleTree<S, Dim>::connect_base(const std::vector<JointRows<S, Dim>>& rows) {
   Node& root = node(tree_->root());
   for (Vec& f : root.f) f.setZero();
+  std::fill(root.f_r.begin(), root.f_r.end(), S(0));
   if (base_.m == 0) return;  // free-floating
   Multiple& e = base_.multiple;
   e.Z.setZero();
   for (const Eliminated& x : base_.eliminated) {
-    const auto G = rows_of(rows[static_cast<std::size_t>(x.joint)], x.p_left).topRows(x.rows);
     for (const Eliminated& x2 : base_.eliminated)
-      e.Z.block(x.offset, x2.offset, x.rows, x2.rows).noalias() +=
-          G * root.k(x.left, x2.left) * rows_of(rows[static_cast<std::size_t>(x2.joint)], x2.p_left).topRows(x2.rows).transpose();
+      e.Z.block(x.offset, x2.offset, x.rows, x2.rows) += k_rows(root, x.left, x2.left, rows);
     e.Z.diagonal().segment(x.offset, x.rows).array() += rows[static_cast<std::size_t>(x.joint)].compliance;
   }
   e.solver.compute(e.Z);
@@ -323,6 +399,7 @@ template <class S, int Dim>
 void HandleTree<S, Dim>::connect_base_bias(const std::vector<JointRows<S, Dim>>& rows) {
   Node& root = node(tree_->root());
   for (Vec& f : root.f) f.setZero();
+  std::fill(root.f_r.begin(), root.f_r.end(), S(0));
   if (base_.m > 0) base_loads(rows);
 }
 
@@ -333,14 +410,11 @@ void HandleTree<S, Dim>::base_loads(const std::vector<JointRows<S, Dim>>& rows) 
   Node& root = node(tree_->root());
   Multiple& e = base_.multiple;
   for (const Eliminated& x : base_.eliminated) {
-    const JointRows<S, Dim>& jr = rows[static_cast<std::size_t>(x.joint)];
-    e.lambda.segment(x.offset, x.rows) = jr.r.head(x.rows);
-    e.lambda.segment(x.offset, x.rows).noalias() -= rows_of(jr, x.p_left).topRows(x.rows) * root.b[static_cast<std::size_t>(x.left)];
+    e.lambda.segment(x.offset, x.rows) = rows[static_cast<std::size_t>(x.joint)].r.head(x.rows);
+    e.lambda.segment(x.offset, x.rows) -= b_rows(root, x.left, rows);
   }
   e.solver.solve_in_place(e.lambda);
-  for (const Eliminated& x : base_.eliminated)
-    root.f[static_cast<std::size_t>(x.left)].noalias() =
-        rows_of(rows[static_cast<std::size_t>(x.joint)], x.p_left).topRows(x.rows).transpose() * e.lambda.segment(x.offset, x.rows);
+  for (const Eliminated& x : base_.eliminated) put_load(root, x.left, e.lambda.segment(x.offset, x.rows), rows);
 }
 
 template <class S, int Dim>
@@ -350,41 +424,47 @@ void HandleTree<S, Dim>::assemble_bias_node(int id, const std::vector<JointRows<
   const Node* const side[2] = {&node(a.left), &node(a.right)};
   for (int i = 0; i < n.size(); ++i) {
     const auto si = n.from[static_cast<std::size_t>(i)];
-    n.b[static_cast<std::size_t>(i)] = side[si.side]->b[static_cast<std::size_t>(si.index)];
+    n.b_hat().segment(n.o(i), rows_at(n, i)) = b_rows(*side[si.side], si.index, rows);
   }
   if (uses_single(n)) {
-    const JointRows<S, Dim>& jr = rows[static_cast<std::size_t>(n.eliminated.front().joint)];
-    dispatch_rows(n.eliminated.front().rows, [&]<int M>() { bias_single<M>(n, side, jr); });
+    dispatch_rows(n.eliminated.front().rows, [&]<int M>() {
+      if (n.uniform) bias_single<M, M>(n, side, rows);
+      else bias_single<M, Eigen::Dynamic>(n, side, rows);
+    });
   } else if (n.m > 0) {
     bias_multiple(n, side, rows);
   }
 }
 
 template <class S, int Dim>
-template <int M>
-void HandleTree<S, Dim>::bias_single(Node& n, const Node* const side[2], const JointRows<S, Dim>& jr) {
+template <int M, int MK>
+void HandleTree<S, Dim>::bias_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
   const Eliminated& x = n.eliminated.front();
   Single& e = *n.single;
-  const Eigen::Matrix<S, M, 1> rhs = single_rhs<M>(x, side, jr);
-  e.beta_hat.template head<M>().noalias() = e.Z_inverse.template topLeftCorner<M, M>() * rhs;
-  for (int i = 0; i < n.size(); ++i)
-    n.b[static_cast<std::size_t>(i)].noalias() += e.W[static_cast<std::size_t>(i)].template topRows<M>().transpose() * rhs;
+  const Eigen::Matrix<S, M, 1> rhs = single_rhs<M>(x, side, rows);
+  Eigen::Map<Eigen::Matrix<S, M, 1>>(e.beta_hat.data()).noalias() = Eigen::Map<const Eigen::Matrix<S, M, M>>(e.Z_inverse.data()) * rhs;
+  typename Node::MapX W(e.W.data(), M, n.rows());
+  auto b_hat = n.b_hat();
+  for (int i = 0; i < n.size(); ++i) {
+    const int mi = rows_at(n, i);
+    b_hat.template segment<MK>(n.o(i), mi).noalias() += W.template block<M, MK>(0, n.o(i), M, mi).transpose() * rhs;
+  }
 }
 
 template <class S, int Dim>
 void HandleTree<S, Dim>::bias_multiple(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
   Multiple& e = *n.multiple;
   for (const Eliminated& x : n.eliminated) {
-    const JointRows<S, Dim>& jr = rows[static_cast<std::size_t>(x.joint)];
-    e.lambda.segment(x.offset, x.rows) = jr.r.head(x.rows);  // lambda holds the right-hand side here
+    e.lambda.segment(x.offset, x.rows) = rows[static_cast<std::size_t>(x.joint)].r.head(x.rows);  // lambda holds the right-hand side here
     for (int s = 0; s < 2; ++s)
-      if (const int k = s == 0 ? x.left : x.right; k >= 0)
-        e.lambda.segment(x.offset, x.rows).noalias() -= rows_of(jr, (s == 0) == x.p_left).topRows(x.rows) * side[s]->b[static_cast<std::size_t>(k)];
+      if (const int k = s == 0 ? x.left : x.right; k >= 0) e.lambda.segment(x.offset, x.rows) -= b_rows(*side[s], k, rows);
   }
   e.beta_hat = e.lambda;
   e.solver.solve_in_place(e.beta_hat);
-  for (int i = 0; i < n.size(); ++i)
-    n.b[static_cast<std::size_t>(i)].noalias() += e.W[static_cast<std::size_t>(i)].transpose() * e.lambda;
+  for (int i = 0; i < n.size(); ++i) {
+    const int mi = rows_at(n, i);
+    n.b_hat().segment(n.o(i), mi).noalias() += e.W[static_cast<std::size_t>(i)].leftCols(mi).transpose() * e.lambda;
+  }
 }
 
 template <class S, int Dim>
@@ -394,23 +474,25 @@ void HandleTree<S, Dim>::disassemble_node(int id, const std::vector<JointRows<S,
   Node* const side[2] = {&node(a.left), &node(a.right)};
   for (int i = 0; i < n.size(); ++i) {  // handle coincidence (paper 001, Eqs. 32-33)
     const auto src = n.from[static_cast<std::size_t>(i)];
-    side[src.side]->f[static_cast<std::size_t>(src.index)] = n.f[static_cast<std::size_t>(i)];
+    put_load(*side[src.side], src.index, n.f_hat().segment(n.o(i), rows_at(n, i)), rows);
   }
-  // lambda = beta_hat - sum_j W_j f_j (paper 004, Eq. 45); the children's eliminated handles get
-  // f = G' lambda.
+  // lambda = beta_hat - sum_j W_j lambda_j (paper 004, Eq. 45); the children's eliminated handles
+  // get their loads from it.
   if (uses_single(n)) {
-    const JointRows<S, Dim>& jr = rows[static_cast<std::size_t>(n.eliminated.front().joint)];
-    dispatch_rows(n.eliminated.front().rows, [&]<int M>() { recover_single<M>(n, side, jr); });
+    dispatch_rows(n.eliminated.front().rows, [&]<int M>() {
+      if (n.uniform) recover_single<M, M>(n, side, rows);
+      else recover_single<M, Eigen::Dynamic>(n, side, rows);
+    });
   } else if (n.m > 0) {
     Multiple& e = *n.multiple;
     e.lambda = e.beta_hat;
-    for (int j = 0; j < n.size(); ++j) e.lambda.noalias() -= e.W[static_cast<std::size_t>(j)] * n.f[static_cast<std::size_t>(j)];
+    for (int j = 0; j < n.size(); ++j) {
+      const int mj = rows_at(n, j);
+      e.lambda.noalias() -= e.W[static_cast<std::size_t>(j)].leftCols(mj) * n.f_hat().segment(n.o(j), mj);
+    }
     for (const Eliminated& x : n.eliminated)
       for (int s = 0; s < 2; ++s)
-        if (const int k = s == 0 ? x.left : x.right; k >= 0)
-          side[s]->f[static_cast<std::size_t>(k)].noalias() =
-              rows_of(rows[static_cast<std::size_t>(x.joint)], (s == 0) == x.p_left).topRows(x.rows).transpose() *
-              e.lambda.segment(x.offset, x.rows);
+        if (const int k = s == 0 ? x.left : x.right; k >= 0) put_load(*side[s], k, e.lambda.segment(x.offset, x.rows), rows);
   }
 }
 
@@ -434,7 +516,7 @@ typename HandleTree<S, Dim>::Vec HandleTree<S, Dim>::multiplier(int joint) const
     out.head(rows) = base_.multiple.lambda.segment(w.offset, rows);
   } else {
     const Node& n = node(w.node);
-    if (uses_single(n)) out.head(rows) = n.single->lambda.head(rows);
+    if (uses_single(n)) out.head(rows) = Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>>(n.single->lambda.data(), rows);
     else out.head(rows) = n.multiple->lambda.segment(w.offset, rows);
   }
   return out;

@@ -265,7 +265,7 @@ std::string not_converging(const SimulationResult& r) {
 /// that came near a singular position (`near_singular`: the branch watch saw one; or its estimate
 /// was started by one) depends on how it passes it, which a smaller step or tolerance does not
 /// settle: the index-3 Newton iterations fail there at small steps (backward Euler on the
-/// four-bar: warning at 0.01 s, failed at 1e-3 s and at the 2.3e-5 s its order would ask for), so
+/// four-bar: warning at 0.01 s to 1e-3 s, failed at the 2.3e-5 s its order would ask for), so
 /// no step is advised; nor for one whose estimate shrank far slower than its order (not_converging);
 /// otherwise the error scales as h^p (fixed step) or as the tolerance (adaptive), and half the
 /// threshold is aimed at.
