@@ -11,6 +11,17 @@
 
 namespace treedyn::dc {
 
+// A single-joint kernel f.operator()<M, MK>() as dispatch_rows calls it, f.operator()<M>(): MK = M
+// when every handle of the node has the joint's M rows (Node::uniform: fixed sizes throughout),
+// else Eigen::Dynamic.
+template <class F>
+auto single_sizes(bool uniform, F&& f) {
+  return [&f, uniform]<int M>() {
+    if (uniform) f.template operator()<M, M>();
+    else f.template operator()<M, Eigen::Dynamic>();
+  };
+}
+
 template <class S, int Dim>
 HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides> sides, InverseMethod method,
                                LeafBlocks leaf_blocks)
@@ -29,24 +40,15 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     if (!tree.node(id).is_leaf()) return 0;
     return leaf_blocks == LeafBlocks::Shared ? std::min<std::size_t>(h, 1) : h * h;
   };
-  auto handle_rows = [&](const Node& n) {
-    std::size_t r = 0;
-    for (int j : n.handles) r += static_cast<std::size_t>(sides_[static_cast<std::size_t>(j)].rows);
-    return r;
-  };
-  std::size_t k_size = 0, v_size = 0, scalar_size = 0, offset_size = 0;
+  std::size_t k_size = 0, v_size = 0, offset_size = 0;
   for (int id = 0; id < static_cast<int>(nodes_.size()); ++id) {
     Node& n = node(id);
     for (int j : tree.node(id).handles)
       if (sides_[static_cast<std::size_t>(j)].rows > 0) n.handles.push_back(j);
     offset_size += static_cast<std::size_t>(n.size()) + 1;
-    if (tree.node(id).is_leaf()) {
-      k_size += k_blocks(id);
-      v_size += static_cast<std::size_t>(n.size());
-    } else {
-      const std::size_t r = handle_rows(n);
-      scalar_size += r * r + 2 * r;
-    }
+    if (!tree.node(id).is_leaf()) continue;
+    k_size += k_blocks(id);
+    v_size += static_cast<std::size_t>(n.size());
   }
   K_arena_.assign(k_size, Mat::Zero());
   b_arena_.assign(v_size, Vec::Zero());
@@ -67,11 +69,15 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     v_at += h;
   }
   for (int id : order) setup_node(id);  // children before parents
-  // The single-joint eliminations, for the nodes that have one (not the leaves, half the nodes; nor
-  // the several-joint nodes, whose W is their own), and their W (m x r).
-  std::size_t singles = 0;
-  for (const Node& n : nodes_)
+  // The inner nodes' K, b, f in rows (r x r, r, r), and the single-joint eliminations for the nodes
+  // that have one (not the leaves, half the nodes; nor the several-joint nodes, whose W is their
+  // own) with their Z^+, beta_hat, lambda and W (m x m, m, m, m x r).
+  std::size_t singles = 0, scalar_size = 0;
+  for (const Node& n : nodes_) {
+    if (!n.inner) continue;
+    scalar_size += static_cast<std::size_t>(n.rows() * (n.rows() + 2));
     if (uses_single(n)) ++singles, scalar_size += static_cast<std::size_t>(n.m * (n.m + 2 + n.rows()));
+  }
   singles_.resize(singles);
   scalar_arena_.assign(scalar_size, S(0));
   std::size_t s_at = 0, x_at = 0;
@@ -82,7 +88,7 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
   };
   for (int id : order) {
     Node& n = node(id);
-    if (tree.node(id).is_leaf()) continue;
+    if (!n.inner) continue;
     const auto r = static_cast<std::size_t>(n.rows());
     n.K_r = take(r * r);
     n.b_r = take(r);
@@ -357,10 +363,7 @@ void HandleTree<S, Dim>::assemble_node(int id, const std::vector<JointRows<S, Di
   const AssemblyNode& a = tree_->node(id);
   const Node* const side[2] = {&node(a.left), &node(a.right)};
   if (uses_single(n)) {
-    dispatch_rows(n.eliminated.front().rows, [&]<int M>() {
-      if (n.uniform) eliminate_single<M, M>(n, side, rows);
-      else eliminate_single<M, Eigen::Dynamic>(n, side, rows);
-    });
+    dispatch_rows(n.eliminated.front().rows, single_sizes(n.uniform, [&]<int M, int MK>() { eliminate_single<M, MK>(n, side, rows); }));
   } else if (n.m > 0) {
     eliminate_multiple(n, side, rows);
   } else {  // the children share no joint: C is their union
@@ -427,10 +430,7 @@ void HandleTree<S, Dim>::assemble_bias_node(int id, const std::vector<JointRows<
     n.b_hat().segment(n.o(i), rows_at(n, i)) = b_rows(*side[si.side], si.index, rows);
   }
   if (uses_single(n)) {
-    dispatch_rows(n.eliminated.front().rows, [&]<int M>() {
-      if (n.uniform) bias_single<M, M>(n, side, rows);
-      else bias_single<M, Eigen::Dynamic>(n, side, rows);
-    });
+    dispatch_rows(n.eliminated.front().rows, single_sizes(n.uniform, [&]<int M, int MK>() { bias_single<M, MK>(n, side, rows); }));
   } else if (n.m > 0) {
     bias_multiple(n, side, rows);
   }
@@ -479,10 +479,7 @@ void HandleTree<S, Dim>::disassemble_node(int id, const std::vector<JointRows<S,
   // lambda = beta_hat - sum_j W_j lambda_j (paper 004, Eq. 45); the children's eliminated handles
   // get their loads from it.
   if (uses_single(n)) {
-    dispatch_rows(n.eliminated.front().rows, [&]<int M>() {
-      if (n.uniform) recover_single<M, M>(n, side, rows);
-      else recover_single<M, Eigen::Dynamic>(n, side, rows);
-    });
+    dispatch_rows(n.eliminated.front().rows, single_sizes(n.uniform, [&]<int M, int MK>() { recover_single<M, MK>(n, side, rows); }));
   } else if (n.m > 0) {
     Multiple& e = *n.multiple;
     e.lambda = e.beta_hat;
