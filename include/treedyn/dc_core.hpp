@@ -30,26 +30,32 @@
 //
 // In the handles' rows. Every load at a handle i is f_i = G_i' lambda_i, G_i the rows of its joint
 // on the side the body holds (m_i of them: 3 for a spherical joint, 5 for a revolute one), and an
-// elimination reads K and b only through G: G_i K_ij G_j' and G_i b_i. So an inner node keeps
-// only those, K~_ij = G_i K_ij G_j' (m_i x m_j) and b~_i = G_i b_i, and its loads as the
-// multipliers lambda_i; the equations above become
+// elimination reads K and b only through G: G_i K_ij G_j' and G_i b_i. So a node keeps only
+// those, K~_ij = G_i K_ij G_j' (m_i x m_j) and b~_i = G_i b_i, and its loads as the multipliers
+// lambda_i; the equations above become
 //     Z = sum_s K~^s_EE,   Y~_i = K~^s_iE (m_i x m),   beta_hat = Z^+ (r - sum_s b~^s_E),
 //     K~^C_ij = [same side] K~^s_ij - Y~_i Z^+ Y~_j',   b~^C_i = b~^s_i + Y~_i beta_hat,
 //     lambda = beta_hat - Z^+ sum_j Y~_j' lambda_j
 // (the same numbers up to round-off: for unit rows, G = +-[I 0], exactly the leading blocks of
-// the Dim-sized ones). A leaf keeps K, b, f per Dim, as its formulation writes and reads them; G
-// is applied where a parent reads a leaf. A spherical chain's inner node holds 6 x 6 scalars of K~
-// where Dim-sized blocks took 4 x 36, and its products are 3 x 3.
+// the Dim-sized ones). Every inner node is held so, and so is a leaf of a joint-coordinate
+// formulation (LeafBlocks::InRows): it fills K~ and b~ itself, from the factors of its blocks
+// (K_ij = S(l_i)' M^-1 S(l_j): K~_ij = E_i M^-1 E_j', E_i = G_i S(l_i)'), and reads its loads
+// f_i = G_i' lambda_i through load(). A spherical chain's node holds 6 x 6 scalars where
+// Dim-sized blocks took 4 x 36, and its products are 3 x 3. A leaf of an absolute-coordinate
+// formulation (LeafBlocks::Shared) keeps its one K and its b, f per Dim; G is applied where a
+// parent reads it.
 //
-// Glossary (symbol -> code): K_ij -> K[i*h + j] (xi_ij in 001/004, Phi_ij in Featherstone's DCA),
-// b_i -> b[i] (xi_i0; bias accelerations), f_i -> f[i] (T_i: impulses; forces) at a leaf;
-// K~, b~, lambda_i -> K_hat(), b_hat(), f_hat() at an inner node; Z, Y_i, beta_hat, lambda (sigma)
+// Glossary (symbol -> code): K_ij -> K[0] (xi_ij in 001/004, Phi_ij in Featherstone's DCA),
+// b_i -> b[i] (xi_i0; bias accelerations), f_i -> f[i] (T_i: impulses; forces) at a Shared leaf;
+// K~, b~, lambda_i -> K_hat(), b_hat(), f_hat() at a node in rows; Z, Y_i, beta_hat, lambda (sigma)
 // as named. All per-node storage is sized once by HandleTree's constructor.
 #pragma once
 
 #include <algorithm>
 #include <memory>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "treedyn/linalg.hpp"
@@ -171,11 +177,14 @@ struct NoPrologue {
   void (*f)(int) = [](int) {};
 };
 
-/// How a leaf's K_ij depend on its handles. In joint coordinates (dca, hdca) every pair of
-/// handles has its own block. In absolute coordinates (ali3, implicit) the bodies' coordinates are
-/// those of the centre of mass and the joints' rows carry the arms, so K_ij is the same matrix for
-/// every pair: the leaf stores it once (less memory on long chains, no copies per pass).
-enum class LeafBlocks { PerHandlePair, Shared };
+/// How a leaf holds its K and b. In joint coordinates (dca, hdca) every pair of handles has its
+/// own block, K_ij = S(l_i)' M^-1 S(l_j): the leaf is held in its handles' rows (InRows) and its
+/// formulation fills K~ = G K G' and b~ = G b (set_leaf_bias) itself, reading its loads through
+/// load(). In absolute coordinates (ali3, implicit) the bodies' coordinates are those of the
+/// centre of mass and the joints' rows carry the arms, so K_ij is the same matrix for every pair:
+/// the leaf stores it once per Dim (Shared; less memory on long chains, no copies per pass), with
+/// b and f per Dim, and G is applied where its parent reads it.
+enum class LeafBlocks { InRows, Shared };
 
 template <class S, int Dim>
 class HandleTree {
@@ -204,18 +213,25 @@ class HandleTree {
     std::vector<int> handles;  // joints (AssemblyNode::handles)
     std::vector<char> holds_p; // per handle: this node holds the joint's p side
     // All storage lives in HandleTree's arenas, laid out in the order the passes visit the nodes.
-    // A leaf's K, b, f, per Dim (its formulation fills K and b and reads f):
-    std::span<Mat> K;          // handles x handles blocks, K[i * h + j]; one block for a Shared leaf
+    // A Shared leaf's K, b, f per Dim (its formulation fills K and b and reads f); empty otherwise:
+    std::span<Mat> K;          // one block, the same for every pair of handles (none without handles)
     std::span<Vec> b;
     std::span<Vec> f;          // loads at the handles, after disassembly
-    // An inner node's in its handles' rows: with o_i = offset[i] and r = offset[h] the sum of the
-    // handles' rows m_i, G_i K_ij G_j' is the (o_i, o_j) block of the r x r matrix K_hat(), G_i b_i
-    // and the multipliers lambda_i of handle i's joint (f_i = G_i' lambda_i) the segments at o_i
-    // of b_hat() and f_hat(). Empty for a leaf.
+    // A node's in its handles' rows (every inner node; an InRows leaf): with o_i = offset[i] and
+    // r = offset[h] the sum of the handles' rows m_i, G_i K_ij G_j' is the (o_i, o_j) block of the
+    // r x r matrix K_hat(), G_i b_i and the multipliers lambda_i of handle i's joint
+    // (f_i = G_i' lambda_i) the segments at o_i of b_hat() and f_hat(). Empty for a Shared leaf.
     std::span<S> K_r, b_r, f_r;
     std::span<int> offset;     // h + 1 entries, every node
     int o(int i) const { return offset[static_cast<std::size_t>(i)]; }
     int rows() const { return offset.back(); }
+    /// The row count every handle has, if they all have the same (fixed-size fills), else 0.
+    int uniform_rows() const {
+      if (size() == 0) return 0;
+      for (int i = 1; i < size(); ++i)
+        if (o(i + 1) - o(i) != o(1)) return 0;
+      return o(1);
+    }
     MapX K_hat() const { return MapX(K_r.data(), rows(), rows()); }
     MapV b_hat() const { return MapV(b_r.data(), rows()); }
     MapV f_hat() const { return MapV(f_r.data(), rows()); }
@@ -226,27 +242,22 @@ class HandleTree {
     };
     std::vector<Source> from;  // per handle
     int m = 0;                 // equations eliminated here
-    bool inner = false;        // K, b, f in the handles' rows (below); a leaf's are per Dim
+    bool in_rows = false;      // K, b, f in the handles' rows (above): every inner node, InRows leaves
     bool uniform = false;      // one joint eliminated, and every handle has as many rows as it
     Single* single = nullptr;  // when exactly one joint is eliminated (uses_single), in singles_: leaves have none
     std::unique_ptr<Multiple> multiple;  // used when several are (held apart: most nodes eliminate one joint)
     int size() const { return static_cast<int>(handles.size()); }
-    Mat& k(int i, int j) { return K[index(i, j)]; }
-    const Mat& k(int i, int j) const { return K[index(i, j)]; }
     /// A Shared leaf's K_ij, the same for every pair of its handles; nothing to set without handles.
     void set_shared_k(const Mat& K_all) {
       if (!K.empty()) K[0] = K_all;
     }
-
-   private:
-    std::size_t index(int i, int j) const { return K.size() == 1 ? 0 : static_cast<std::size_t>(i * size() + j); }
   };
 
   /// sides[j]: the bodies and row count (0 to Dim; std::invalid_argument otherwise) of every
-  /// model joint j; `method`: how the eliminations invert their matrices; `leaf_blocks`: whether a
-  /// leaf's K_ij differ per pair of handles. Refers to `tree`, which must outlive it.
+  /// model joint j; `method`: how the eliminations invert their matrices; `leaf_blocks`: how a
+  /// leaf holds its K and b. Refers to `tree`, which must outlive it.
   HandleTree(const AssemblyTree& tree, std::vector<JointSides> sides, InverseMethod method = InverseMethod::Cholesky,
-             LeafBlocks leaf_blocks = LeafBlocks::PerHandlePair);
+             LeafBlocks leaf_blocks = LeafBlocks::InRows);
   HandleTree(const HandleTree&) = delete;  // nodes point into the arenas
   HandleTree& operator=(const HandleTree&) = delete;
 
@@ -259,6 +270,62 @@ class HandleTree {
   static int handle_index(const Node& n, int joint) {
     const auto it = std::lower_bound(n.handles.begin(), n.handles.end(), joint);
     return it != n.handles.end() && *it == joint ? static_cast<int>(it - n.handles.begin()) : -1;
+  }
+
+  /// G_i, the m_i x Dim rows of handle i's joint on the side `n` holds (m_i = n.o(i+1) - n.o(i)),
+  /// from the pass's joint rows. Refers into `rows`.
+  static auto handle_rows(const Node& n, int i, const std::vector<JointRows<S, Dim>>& rows) {
+    const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(n.handles[static_cast<std::size_t>(i)])];
+    return rows_of(j, n.holds_p[static_cast<std::size_t>(i)] != 0).topRows(j.rows);
+  }
+  /// An InRows leaf's b~_i = G_i b_i from its Dim-sized bias b_i (its formulation calls it in
+  /// leaf_in, after the pass's rows are set).
+  void set_leaf_bias(Node& leaf, int i, const Vec& b_i, const std::vector<JointRows<S, Dim>>& rows) const {
+    const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(leaf.handles[static_cast<std::size_t>(i)])];
+    const bool p = leaf.holds_p[static_cast<std::size_t>(i)] != 0;
+    S* out = leaf.b_r.data() + leaf.o(i);
+    if (j.unit_rows) {
+      for (int k = 0; k < j.rows; ++k) out[k] = unit_sign(p) * b_i(k);
+      return;
+    }
+    typename Node::MapV(out, j.rows).noalias() = rows_of(j, p).topRows(j.rows) * b_i;
+  }
+  /// The load f_i = G_i' lambda_i at handle i of a leaf after disassembly (for a Shared leaf, the
+  /// f_i it holds). `rows` must be the pass's.
+  Vec load(const Node& leaf, int i, const std::vector<JointRows<S, Dim>>& rows) const {
+    if (!leaf.in_rows) return leaf.f[static_cast<std::size_t>(i)];
+    const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(leaf.handles[static_cast<std::size_t>(i)])];
+    const bool p = leaf.holds_p[static_cast<std::size_t>(i)] != 0;
+    const S* lambda = leaf.f_r.data() + leaf.o(i);
+    Vec f = Vec::Zero();
+    if (j.unit_rows) {
+      for (int k = 0; k < j.rows; ++k) f(k) = unit_sign(p) * lambda[k];
+      return f;
+    }
+    f.noalias() = rows_of(j, p).topRows(j.rows).transpose() * Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>>(lambda, j.rows);
+    return f;
+  }
+  /// For unit rows (JointRows::unit_rows): G on the p side is -[I 0], on the c side [I 0].
+  static S unit_sign(bool p_side) { return p_side ? S(-1) : S(1); }
+  /// Calls f.template operator()<M>() with M = m, each row count 1..Dim compiled as a fixed size;
+  /// std::logic_error for any other m.
+  template <class F>
+  static void dispatch_rows(int m, F&& f) {
+    switch (m) {
+      case 1: f.template operator()<1>(); return;
+      case 2: f.template operator()<2>(); return;
+      case 3: f.template operator()<3>(); return;
+      default: break;
+    }
+    if constexpr (Dim >= 6) {
+      switch (m) {
+        case 4: f.template operator()<4>(); return;
+        case 5: f.template operator()<5>(); return;
+        case 6: f.template operator()<6>(); return;
+        default: break;
+      }
+    }
+    throw std::logic_error("dc::HandleTree: " + std::to_string(m) + " rows in a tree of dimension " + std::to_string(Dim));
   }
 
   /// The assembly, the base connection and the disassembly in one call and one parallel region
@@ -330,12 +397,34 @@ class HandleTree {
   void bias_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
   void bias_multiple(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
   void base_loads(const std::vector<JointRows<S, Dim>>& rows);
-  /// Calls f.template operator()<M>() for the single-joint kernel compiled for `m` rows.
-  template <class F>
-  static void dispatch_rows(int m, F&& f);
+  /// G_a v (m_a rows, R if fixed) at handle a of a node; unit rows take a block.
+  template <int R = Eigen::Dynamic>
+  Rows<R, 1> project(const Node& c, int a, const Vec& v, const std::vector<JointRows<S, Dim>>& rows) const {
+    const int m = rows_at(c, a);
+    const JointRows<S, Dim>& ja = rows[static_cast<std::size_t>(c.handles[static_cast<std::size_t>(a)])];
+    const bool pa = c.holds_p[static_cast<std::size_t>(a)] != 0;
+    if (!ja.unit_rows) return rows_of(ja, pa).template block<R, Dim>(0, 0, m, Dim) * v;
+    Rows<R, 1> out(m);  // element by element: GCC 12 warns, wrongly, of packet reads past a float 3-vector
+    for (int i = 0; i < m; ++i) out(i) = unit_sign(pa) * v(i);
+    return out;
+  }
+  /// G_a' lambda (Dim) at handle a of a node; unit rows fill a block.
+  template <class Derived>
+  static Vec spread(const Node& c, int a, const Eigen::MatrixBase<Derived>& lambda, const std::vector<JointRows<S, Dim>>& rows) {
+    constexpr int R = Derived::RowsAtCompileTime;
+    const Eigen::Index m = lambda.size();
+    const JointRows<S, Dim>& ja = rows[static_cast<std::size_t>(c.handles[static_cast<std::size_t>(a)])];
+    const bool pa = c.holds_p[static_cast<std::size_t>(a)] != 0;
+    Vec f;
+    if (ja.unit_rows) {
+      f.setZero();
+      for (Eigen::Index i = 0; i < m; ++i) f(i) = unit_sign(pa) * lambda(i);  // as in project()
+    } else {
+      f.noalias() = rows_of(ja, pa).template block<R, Dim>(0, 0, m, Dim).transpose() * lambda;
+    }
+    return f;
+  }
   static const RowsMat& rows_of(const JointRows<S, Dim>& r, bool p_side) { return p_side ? r.G_p : r.G_c; }
-  /// For unit rows: G on the p side is -[I 0], on the c side [I 0].
-  static S unit_sign(bool p_side) { return p_side ? S(-1) : S(1); }
   /// The rows m_i of handle i of a node (its joint's).
   int rows_at(const Node& n, int i) const { return sides_[static_cast<std::size_t>(n.handles[static_cast<std::size_t>(i)])].rows; }
   /// A child's K_ab, b_a in its handles' rows (G_a K_ab G_b', G_a b_a), RA x RB (fixed, or Dynamic).

@@ -3,7 +3,6 @@
 // to compile, and separate units build in parallel.
 #pragma once
 
-#include <cassert>
 #include <stdexcept>
 #include <string>
 
@@ -30,15 +29,15 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     if (sides_[j].rows < 0 || sides_[j].rows > Dim)
       throw std::invalid_argument("dc::HandleTree: joint " + std::to_string(j) + " has " + std::to_string(sides_[j].rows) +
                                   " rows; a tree of dimension " + std::to_string(Dim) + " takes 0 to " + std::to_string(Dim));
-  // Handles (joints that carry loads), then the arenas in the passes' visiting order: a leaf's K,
-  // b, f in Dim blocks (its formulation fills and reads them), an inner node's in its handles' rows.
+  // Handles (joints that carry loads), then the arenas in the passes' visiting order: a Shared
+  // leaf's K, b, f in Dim blocks (its formulation fills and reads them), every other node's in its
+  // handles' rows.
   std::vector<int> order;
   for (const auto& s : tree.subtrees()) order.insert(order.end(), s.begin(), s.end());
   for (const auto& level : tree.upper_levels()) order.insert(order.end(), level.begin(), level.end());
+  const bool shared_leaves = leaf_blocks == LeafBlocks::Shared;
   auto k_blocks = [&](int id) -> std::size_t {
-    const auto h = static_cast<std::size_t>(node(id).size());
-    if (!tree.node(id).is_leaf()) return 0;
-    return leaf_blocks == LeafBlocks::Shared ? std::min<std::size_t>(h, 1) : h * h;
+    return shared_leaves && tree.node(id).is_leaf() ? std::min<std::size_t>(static_cast<std::size_t>(node(id).size()), 1) : 0;
   };
   std::size_t k_size = 0, v_size = 0, offset_size = 0;
   for (int id = 0; id < static_cast<int>(nodes_.size()); ++id) {
@@ -46,7 +45,8 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     for (int j : tree.node(id).handles)
       if (sides_[static_cast<std::size_t>(j)].rows > 0) n.handles.push_back(j);
     offset_size += static_cast<std::size_t>(n.size()) + 1;
-    if (!tree.node(id).is_leaf()) continue;
+    n.in_rows = !tree.node(id).is_leaf() || !shared_leaves;
+    if (n.in_rows) continue;
     k_size += k_blocks(id);
     v_size += static_cast<std::size_t>(n.size());
   }
@@ -61,7 +61,7 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     n.offset = std::span<int>(offset_arena_.data() + o_at, h + 1);
     o_at += h + 1;
     for (std::size_t i = 0; i < h; ++i) n.offset[i + 1] = n.offset[i] + sides_[static_cast<std::size_t>(n.handles[i])].rows;
-    if (!tree.node(id).is_leaf()) continue;
+    if (n.in_rows) continue;
     n.K = std::span<Mat>(K_arena_.data() + k_at, k_blocks(id));
     n.b = std::span<Vec>(b_arena_.data() + v_at, h);
     n.f = std::span<Vec>(f_arena_.data() + v_at, h);
@@ -69,12 +69,12 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     v_at += h;
   }
   for (int id : order) setup_node(id);  // children before parents
-  // The inner nodes' K, b, f in rows (r x r, r, r), and the single-joint eliminations for the nodes
+  // The K, b, f in rows (r x r, r, r) of the nodes held so, and the single-joint eliminations for the nodes
   // that have one (not the leaves, half the nodes; nor the several-joint nodes, whose W is their
   // own) with their Z^+, beta_hat, lambda and W (m x m, m, m, m x r).
   std::size_t singles = 0, scalar_size = 0;
   for (const Node& n : nodes_) {
-    if (!n.inner) continue;
+    if (!n.in_rows) continue;
     scalar_size += static_cast<std::size_t>(n.rows() * (n.rows() + 2));
     if (uses_single(n)) ++singles, scalar_size += static_cast<std::size_t>(n.m * (n.m + 2 + n.rows()));
   }
@@ -88,7 +88,7 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
   };
   for (int id : order) {
     Node& n = node(id);
-    if (!n.inner) continue;
+    if (!n.in_rows) continue;
     const auto r = static_cast<std::size_t>(n.rows());
     n.K_r = take(r * r);
     n.b_r = take(r);
@@ -125,7 +125,6 @@ void HandleTree<S, Dim>::setup_node(int id) {
   for (int j : n.handles)
     n.holds_p.push_back(std::binary_search(a.bodies.begin(), a.bodies.end(), sides_[static_cast<std::size_t>(j)].body_p));
   if (a.is_leaf()) return;
-  n.inner = true;
   const Node& left = node(a.left);
   const Node& right = node(a.right);
   for (int j : a.eliminated) {
@@ -149,16 +148,16 @@ void HandleTree<S, Dim>::setup_node(int id) {
   }
 }
 
-// A child's K_ab and b_a in its handles' rows, G_a K_ab G_b' and G_a b_a (m_a x m_b, m_a): an
-// inner node stores them so; a leaf holds them per Dim (its formulation fills them), and its
+// A child's K_ab and b_a in its handles' rows, G_a K_ab G_b' and G_a b_a (m_a x m_b, m_a): a node
+// in rows stores them so; a Shared leaf holds them per Dim (its formulation fills them), and its
 // handles' rows G are applied here. Unit rows (G = sign [I 0]) take blocks instead of products.
 template <class S, int Dim>
 template <int RA, int RB>
 [[gnu::always_inline]] inline typename HandleTree<S, Dim>::template Rows<RA, RB> HandleTree<S, Dim>::k_rows(const Node& c, int a, int b,
                                                                                const std::vector<JointRows<S, Dim>>& rows) const {
   const int ma = rows_at(c, a), mb = rows_at(c, b);
-  if (c.inner) return c.K_hat().template block<RA, RB>(c.o(a), c.o(b), ma, mb);
-  const Mat& K = c.k(a, b);
+  if (c.in_rows) return c.K_hat().template block<RA, RB>(c.o(a), c.o(b), ma, mb);
+  const Mat& K = c.K.front();
   const JointRows<S, Dim>& ja = rows[static_cast<std::size_t>(c.handles[static_cast<std::size_t>(a)])];
   const JointRows<S, Dim>& jb = rows[static_cast<std::size_t>(c.handles[static_cast<std::size_t>(b)])];
   const bool pa = c.holds_p[static_cast<std::size_t>(a)] != 0, pb = c.holds_p[static_cast<std::size_t>(b)] != 0;
@@ -171,36 +170,19 @@ template <class S, int Dim>
 template <int RA>
 [[gnu::always_inline]] inline typename HandleTree<S, Dim>::template Rows<RA, 1> HandleTree<S, Dim>::b_rows(const Node& c, int a,
                                                                               const std::vector<JointRows<S, Dim>>& rows) const {
-  const int m = rows_at(c, a);
-  if (c.inner) return c.b_hat().template segment<RA>(c.o(a), m);
-  const Vec& b = c.b[static_cast<std::size_t>(a)];
-  const JointRows<S, Dim>& ja = rows[static_cast<std::size_t>(c.handles[static_cast<std::size_t>(a)])];
-  const bool pa = c.holds_p[static_cast<std::size_t>(a)] != 0;
-  if (ja.unit_rows) return unit_sign(pa) * b.template head<RA>(m);
-  return rows_of(ja, pa).template block<RA, Dim>(0, 0, m, Dim) * b;
+  if (c.in_rows) return c.b_hat().template segment<RA>(c.o(a), rows_at(c, a));
+  return project<RA>(c, a, c.b[static_cast<std::size_t>(a)], rows);
 }
 
-// The load at a child's handle a from its joint's multipliers lambda: an inner node keeps lambda,
-// a leaf gets f = G_a' lambda.
+// The load at a child's handle a from its joint's multipliers lambda: a node in rows keeps
+// lambda, a Shared leaf gets f = G_a' lambda.
 template <class S, int Dim>
 template <class Derived>
 void HandleTree<S, Dim>::put_load(Node& c, int a, const Eigen::MatrixBase<Derived>& lambda,
                                   const std::vector<JointRows<S, Dim>>& rows) {
   constexpr int R = Derived::RowsAtCompileTime;
-  const auto m = lambda.size();
-  if (c.inner) {
-    c.f_hat().template segment<R>(c.o(a), m) = lambda;
-    return;
-  }
-  Vec& f = c.f[static_cast<std::size_t>(a)];
-  const JointRows<S, Dim>& ja = rows[static_cast<std::size_t>(c.handles[static_cast<std::size_t>(a)])];
-  const bool pa = c.holds_p[static_cast<std::size_t>(a)] != 0;
-  if (ja.unit_rows) {
-    f.setZero();
-    f.template head<R>(m) = unit_sign(pa) * lambda;
-  } else {
-    f.noalias() = rows_of(ja, pa).template block<R, Dim>(0, 0, m, Dim).transpose() * lambda;
-  }
+  if (c.in_rows) c.f_hat().template segment<R>(c.o(a), lambda.size()) = lambda;
+  else c.f[static_cast<std::size_t>(a)] = spread(c, a, lambda, rows);
 }
 
 // One joint of M rows between the children (chains, trees), in the handles' rows: Z is M x M,
@@ -252,32 +234,6 @@ void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], co
     b = b_rows<MK>(*side[si.side], si.index, rows);
     b.noalias() += Y[i] * beta_hat;
   }
-}
-
-// f.operator()<M>() for a single joint of m rows. The constructor refuses joints of more than Dim
-// rows and eliminates only joints with rows, so a single-joint node has 1 <= m <= Dim, each m
-// compiled for its M: any other m is a broken invariant, asserted in debug builds and refused
-// (never clamped or skipped) in release.
-template <class S, int Dim>
-template <class F>
-void HandleTree<S, Dim>::dispatch_rows(int m, F&& f) {
-  assert(m >= 1 && m <= Dim && "dispatch_rows: a single joint has 1 to Dim rows");
-  switch (m) {
-    case 1: f.template operator()<1>(); return;
-    case 2: f.template operator()<2>(); return;
-    case 3: f.template operator()<3>(); return;
-    default: break;
-  }
-  if constexpr (Dim >= 6) {
-    switch (m) {
-      case 4: f.template operator()<4>(); return;
-      case 5: f.template operator()<5>(); return;
-      case 6: f.template operator()<6>(); return;
-      default: break;
-    }
-  }
-  throw std::logic_error("dc::HandleTree: a single-joint elimination of " + std::to_string(m) +
-                         " rows in a tree of dimension " + std::to_string(Dim));
 }
 
 // lambda = beta_hat - sum_j W_j lambda_j (paper 004, Eq. 45, in the handles' rows), passed to the

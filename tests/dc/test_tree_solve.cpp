@@ -189,26 +189,35 @@ TreeResult tree_solve(const Model& m, const Problem& p, bool shared, const Paral
                       Tree& core, bool bias_only = false) {
   TreeResult out;
   out.x.assign(static_cast<std::size_t>(m.body_count()), Vec6::Zero());
+  // An InRows leaf is given G_a T_a' M^-1 T_c G_c' and G_a b_a (multiplied out densely here) and
+  // gives back G_a' lambda_a; a Shared leaf is given M^-1 and b_a per Dim and gives back f_a.
   auto leaf_in = [&](int i) {
     auto& node = core.leaf(i);
     const auto& Minv = p.M_inverse[static_cast<std::size_t>(i)];
     const int h = node.size();
     for (int a = 0; a < h; ++a) {
       const Mat6& Ta = p.arm.at({i, node.handles[static_cast<std::size_t>(a)]});
-      node.b[static_cast<std::size_t>(a)] = Ta.transpose() * p.beta[static_cast<std::size_t>(i)];
+      const Vec6 b = Ta.transpose() * p.beta[static_cast<std::size_t>(i)];
+      if (shared) node.b[static_cast<std::size_t>(a)] = b;
+      else core.set_leaf_bias(node, a, b, p.rows);
       if (bias_only) continue;
       if (shared) {
         node.set_shared_k(Minv);
         continue;
       }
-      for (int c = 0; c < h; ++c) node.k(a, c) = Ta.transpose() * Minv * p.arm.at({i, node.handles[static_cast<std::size_t>(c)]});
+      const Eigen::MatrixXd Ga = Tree::handle_rows(node, a, p.rows);
+      for (int c = 0; c < h; ++c) {
+        const Eigen::MatrixXd Gc = Tree::handle_rows(node, c, p.rows);
+        node.K_hat().block(node.o(a), node.o(c), Ga.rows(), Gc.rows()) =
+            Ga * Ta.transpose() * Minv * p.arm.at({i, node.handles[static_cast<std::size_t>(c)]}) * Gc.transpose();
+      }
     }
   };
   auto leaf_out = [&](int i) {
     auto& node = core.leaf(i);
     Vec6 load = Vec6::Zero();
     for (int a = 0; a < node.size(); ++a)
-      load += p.arm.at({i, node.handles[static_cast<std::size_t>(a)]}) * node.f[static_cast<std::size_t>(a)];
+      load += p.arm.at({i, node.handles[static_cast<std::size_t>(a)]}) * core.load(node, a, p.rows);
     out.x[static_cast<std::size_t>(i)] = p.beta[static_cast<std::size_t>(i)] + p.M_inverse[static_cast<std::size_t>(i)] * load;
   };
   if (bias_only) core.solve_bias(p.rows, parallel, leaf_in, leaf_out);
@@ -242,7 +251,7 @@ void expect_matches_dense(const Model& m, const Problem& p, const TreeResult& t,
 
 }  // namespace
 
-// Random trees and graphs with loops, per-handle and shared leaves, hard and compliant rows:
+// Random trees and graphs with loops, leaves in rows and shared ones, hard and compliant rows:
 // the tree's solution is the dense one (and its multipliers too where they are unique).
 TEST(TreeSolve, MatchesADenseSolveOnRandomTreesAndLoops) {
   std::mt19937 rng(2024);
@@ -254,10 +263,10 @@ TEST(TreeSolve, MatchesADenseSolveOnRandomTreesAndLoops) {
     for (bool shared : {false, true})
       for (double compliance : {0.0, 1e-3}) {
         const Problem p = random_problem(m, shared, compliance, rng);
-        Tree core(tree, p.sides, InverseMethod::Cholesky, shared ? dc::LeafBlocks::Shared : dc::LeafBlocks::PerHandlePair);
+        Tree core(tree, p.sides, InverseMethod::Cholesky, shared ? dc::LeafBlocks::Shared : dc::LeafBlocks::InRows);
         const TreeResult t = tree_solve(m, p, shared, Parallel{}, core);
         expect_matches_dense(m, p, t,
-                             "trial " + std::to_string(trial) + (shared ? ", shared" : ", per handle") + ", c = " +
+                             "trial " + std::to_string(trial) + (shared ? ", shared" : ", in rows") + ", c = " +
                                  std::to_string(compliance));
       }
   }
@@ -291,7 +300,7 @@ TEST(TreeSolve, BiasOnlyPassesSolveNewRightHandSidesOnTheHeldEliminations) {
     const Model m = std::string(name) == "chain32" ? make_chain(32, JointType::Spherical) : read_model_file(test::model_path(name));
     const AssemblyTree tree(m, Topology(m), 1);
     Problem p = random_problem(m, false, 0.0, rng);  // hard rows: the loops' redundant ones exactly singular
-    Tree core(tree, p.sides, InverseMethod::Cholesky, dc::LeafBlocks::PerHandlePair);
+    Tree core(tree, p.sides, InverseMethod::Cholesky, dc::LeafBlocks::InRows);
     expect_matches_dense(m, p, tree_solve(m, p, false, Parallel{}, core), name);
     std::uniform_real_distribution<double> u(-1.0, 1.0);
     for (auto& b : p.beta)

@@ -2,6 +2,7 @@
 // and itself under another thread count.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <random>
 
@@ -35,37 +36,83 @@ void expect_agrees_with_reference(const Model& m, double t_end, double tol, doub
 
 }  // namespace
 
-// A body's mobility blocks at its handles (shared by dca and hdca, computed with cross products)
-// against their definition K_hk = S(l_h)' M^-1 S(l_k), S(l) = [I 0; skew(l) I], M^-1 =
-// diag(I/m, J^-1), multiplied out as 6 x 6 matrices: three handles, random arms and inertia. The
-// entries are of order 1 to 10 and each is a few products: 1e-13 is some tens of round-offs.
-TEST(Dca, BodyMobilityBlocksAreTheArmsTimesTheInverseMass) {
-  std::mt19937 rng(17);
+namespace {
+
+// One body's mobility in its handles' rows from jc::mobility_rows (shared by dca and hdca, with
+// cross products and the inertia's block structure) against its definition multiplied out as
+// Dim x Dim matrices, G_h S(l_h)' M^-1 S(l_k) G_k', with S(l) = [I 0; skew(l) I] (spatial) or
+// [I 0; (-l_y, l_x) 1] (planar), M^-1 = diag(I/m, J^-1): three handles with random arms, random
+// rows on either side, the inertia random. `counts`: the handles' row counts (all equal: the
+// fixed-size fill; mixed: the dynamic one); `unit`: tree joints' unit rows (a spherical joint's
+// three: the fill by cross products). The entries are of order 1 to 10 and each is a few
+// products: 1e-12 is some tens of round-offs.
+template <int Dim>
+void expect_mobility_rows(const std::array<int, 3>& counts, std::mt19937& rng, const std::string& what, bool unit = false) {
+  constexpr int V = Dim == 6 ? 3 : 2, W = Dim - V;
+  using MatD = Eigen::Matrix<double, Dim, Dim>;
+  using Arm = jc::HandleArm<double, Dim>;
   std::uniform_real_distribution<double> u(-1.0, 1.0);
+  const Eigen::Matrix<double, W, W> B = Eigen::Matrix<double, W, W>::NullaryExpr([&] { return u(rng); });
+  const jc::AngularInverse<double, Dim> J_inverse = (B * B.transpose() + 0.2 * decltype(B)::Identity()).inverse();
+  const double inverse_mass = 0.5 + 0.5 * (u(rng) + 1.0);
+  std::vector<Arm> l(3);
+  std::vector<dc::JointRows<double, Dim>> rows(3);
+  std::vector<int> offset = {0};
+  for (int j = 0; j < 3; ++j) {
+    l[static_cast<std::size_t>(j)] = Arm::NullaryExpr([&] { return u(rng); });
+    auto& r = rows[static_cast<std::size_t>(j)];
+    if (unit) {  // a tree joint's unit rows, G_c = [I 0] = -G_p
+      r.set_tree_rows(Eigen::MatrixXd::Identity(Dim, counts[static_cast<std::size_t>(j)]));
+      ASSERT_TRUE(r.unit_rows) << what;
+    } else {
+      r.reset(counts[static_cast<std::size_t>(j)]);
+      r.G_p.topRows(r.rows) = Eigen::MatrixXd::NullaryExpr(r.rows, Dim, [&] { return u(rng); });
+      r.G_c.topRows(r.rows) = Eigen::MatrixXd::NullaryExpr(r.rows, Dim, [&] { return u(rng); });
+    }
+    offset.push_back(offset.back() + r.rows);
+  }
+  typename dc::HandleTree<double, Dim>::Node leaf;
+  leaf.handles = {0, 1, 2};
+  leaf.holds_p = {0, 1, 0};
+  leaf.offset = offset;
+  std::vector<double> K(static_cast<std::size_t>(offset.back() * offset.back()), 0.0);
+  leaf.K_r = K;
+  jc::mobility_rows<double, Dim>(inverse_mass, J_inverse, l, rows, leaf);
+  MatD M_inverse = MatD::Zero();
+  M_inverse.template topLeftCorner<V, V>().diagonal().setConstant(inverse_mass);
+  M_inverse.template bottomRightCorner<W, W>() = J_inverse;
+  auto S = [](const Arm& arm) {
+    MatD out = MatD::Identity();
+    if constexpr (Dim == 6) out.template bottomLeftCorner<3, 3>() = skew(arm);
+    else out.template bottomLeftCorner<1, 2>() << -arm.y(), arm.x();
+    return out;
+  };
+  auto G = [&](int h) -> Eigen::MatrixXd {
+    const auto& r = rows[static_cast<std::size_t>(h)];
+    return (h == 1 ? r.G_p : r.G_c).topRows(r.rows);
+  };
+  for (int h = 0; h < 3; ++h)
+    for (int k = 0; k < 3; ++k) {
+      const Eigen::MatrixXd expected =
+          G(h) * S(l[static_cast<std::size_t>(h)]).transpose() * M_inverse * S(l[static_cast<std::size_t>(k)]) * G(k).transpose();
+      const Eigen::MatrixXd got = leaf.K_hat().block(offset[h], offset[k], expected.rows(), expected.cols());
+      EXPECT_LT((got - expected).cwiseAbs().maxCoeff(), 1e-12) << what << ", K~_" << h << k;
+    }
+}
+
+}  // namespace
+
+TEST(Dca, BodyMobilityInRowsIsTheRowsTimesTheArmsTimesTheInverseMass) {
+  std::mt19937 rng(17);
   for (int trial = 0; trial < 5; ++trial) {
-    const Mat3 B = Mat3::NullaryExpr([&] { return u(rng); });
-    const Mat3 J_inverse = (B * B.transpose() + 0.2 * Mat3::Identity()).inverse();
-    const double inverse_mass = 0.5 + 0.5 * (u(rng) + 1.0);
-    const std::vector<Vec3> l = {Vec3::NullaryExpr([&] { return u(rng); }), Vec3::NullaryExpr([&] { return u(rng); }),
-                                 Vec3::NullaryExpr([&] { return u(rng); })};
-    dc::HandleTree<double, 6>::Node leaf;
-    leaf.handles = {0, 1, 2};
-    std::vector<Mat6> blocks(9, Mat6::Zero());
-    leaf.K = blocks;
-    jc::body_mobility<double>(inverse_mass, J_inverse, l, leaf);
-    Mat6 M_inverse = Mat6::Zero();
-    M_inverse.topLeftCorner<3, 3>() = inverse_mass * Mat3::Identity();
-    M_inverse.bottomRightCorner<3, 3>() = J_inverse;
-    auto S = [](const Vec3& arm) {
-      Mat6 out = Mat6::Identity();
-      out.bottomLeftCorner<3, 3>() = skew(arm);
-      return out;
-    };
-    for (int h = 0; h < 3; ++h)
-      for (int k = 0; k < 3; ++k) {
-        const Mat6 expected = S(l[static_cast<std::size_t>(h)]).transpose() * M_inverse * S(l[static_cast<std::size_t>(k)]);
-        EXPECT_LT((leaf.k(h, k) - expected).cwiseAbs().maxCoeff(), 1e-13) << "trial " << trial << ", K_" << h << k;
-      }
+    const std::string t = "trial " + std::to_string(trial);
+    expect_mobility_rows<6>({3, 3, 3}, rng, t + ", spatial, 3 rows each");
+    expect_mobility_rows<6>({5, 5, 5}, rng, t + ", spatial, 5 rows each");
+    expect_mobility_rows<6>({3, 5, 1}, rng, t + ", spatial, 3, 5, 1 rows");
+    expect_mobility_rows<6>({3, 3, 3}, rng, t + ", spatial, spherical joints' unit rows", true);
+    expect_mobility_rows<6>({3, 6, 3}, rng, t + ", spatial, unit rows of 3 and 6", true);
+    expect_mobility_rows<3>({2, 2, 2}, rng, t + ", planar, 2 rows each");
+    expect_mobility_rows<3>({2, 3, 1}, rng, t + ", planar, 2, 3, 1 rows");
   }
 }
 

@@ -35,43 +35,104 @@ void handle_points(const Model& model, const JointLayout& layout, const std::vec
   }
 }
 
+namespace {
+
+// mobility_rows with every handle of M rows (M fixed: a chain of one joint type), or of any
+// (M = Eigen::Dynamic, at most Dim).
+template <class S, int Dim, int M>
+void mobility_rows_sized(S inverse_mass, const AngularInverse<S, Dim>& J_inverse, std::span<const HandleArm<S, Dim>> l,
+                         const std::vector<dc::JointRows<S, Dim>>& rows, typename dc::HandleTree<S, Dim>::Node& leaf) {
+  constexpr int V = Dim == 6 ? 3 : 2, W = Dim - V;  // linear and angular components
+  using Tree = dc::HandleTree<S, Dim>;
+  using Linear = typename Tree::template Rows<M, V>;
+  using Angular = typename Tree::template Rows<M, W>;
+  auto arm_rows = [&](int h, Linear& E_v, Angular& E_w) {  // E_h = G_h S(l_h)', row by row
+    const auto G = Tree::handle_rows(leaf, h, rows);
+    const auto m = G.rows();
+    E_v = G.template block<M, V>(0, 0, m, V);
+    E_w = G.template block<M, W>(0, V, m, W);
+    const HandleArm<S, Dim>& arm = l[static_cast<std::size_t>(h)];
+    for (Eigen::Index r = 0; r < m; ++r) {
+      if constexpr (Dim == 6) E_w.row(r) += arm.cross(Vec3T<S>(E_v.row(r).transpose())).transpose();
+      else E_w(r, 0) += arm.x() * E_v(r, 1) - arm.y() * E_v(r, 0);
+    }
+  };
+  auto K_hat = leaf.K_hat();
+  const int h = leaf.size();
+  Linear E_va, E_vc;
+  Angular E_wa, E_wc;
+  for (int a = 0; a < h; ++a) {
+    arm_rows(a, E_va, E_wa);
+    const Angular P = E_wa * J_inverse;  // E_w,a J^-1
+    for (int c = a; c < h; ++c) {
+      if (c != a) arm_rows(c, E_vc, E_wc);
+      const Linear& Ev = c == a ? E_va : E_vc;
+      const Angular& Ew = c == a ? E_wa : E_wc;
+      auto K = K_hat.template block<M, M>(leaf.o(a), leaf.o(c), E_va.rows(), Ev.rows());
+      K.noalias() = inverse_mass * (E_va * Ev.transpose());
+      K.noalias() += P * Ew.transpose();
+      if (c != a) K_hat.template block<M, M>(leaf.o(c), leaf.o(a), Ev.rows(), E_va.rows()) = K.transpose();
+    }
+  }
+}
+
+// Every handle a spherical joint's unit rows (G = s [I 0], s = -1 on the p side, 3 rows):
+// E_h = s_h [I, -L_h] with L = skew(l), so K~_hk = s_h s_k (I / m - L_h J^-1 L_k), the leading
+// 3 x 3 block of S(l_h)' M^-1 S(l_k). By cross products: P_h = L_h J^-1 has columns
+// l_h x J^-1(:, j), and row i of -P_h L_k is l_k x P_h(i, :).
 template <class S>
-void body_mobility(S inverse_mass, const Mat3T<S>& J_inverse, std::span<const Vec3T<S>> l,
-                   typename dc::HandleTree<S, 6>::Node& leaf) {
-  // S(l_h)' M^-1 S(l_k) = [I/m - L_h Ji L_k, -L_h Ji; Ji L_k, Ji]  with L = skew(l), Ji = J^-1.
-  // The skew products are cross products (27 flops where a 3x3 product takes 45): P_h = L_h Ji has
-  // columns l_h x Ji(:, j); Ji L_k = -P_k' (Ji symmetric, L skew); row i of -P_h L_k is
-  // l_k x P_h(i, :). The diagonal blocks first, then the others from their P's.
+bool spherical_unit_rows(const std::vector<dc::JointRows<S, 6>>& rows, const typename dc::HandleTree<S, 6>::Node& leaf) {
+  for (int j : leaf.handles) {
+    const dc::JointRows<S, 6>& r = rows[static_cast<std::size_t>(j)];
+    if (!r.unit_rows || r.rows != 3) return false;
+  }
+  return true;
+}
+
+template <class S>
+void spherical_mobility_rows(S inverse_mass, const Mat3T<S>& J_inverse, std::span<const Vec3T<S>> l,
+                             typename dc::HandleTree<S, 6>::Node& leaf) {
   using V3 = Vec3T<S>;
+  auto K_hat = leaf.K_hat();
   const int h = leaf.size();
   for (int a = 0; a < h; ++a) {
     const V3& la = l[static_cast<std::size_t>(a)];
     Mat3T<S> P;
     for (int j = 0; j < 3; ++j) P.col(j) = la.cross(V3(J_inverse.col(j)));
-    auto& K = leaf.k(a, a);
-    for (int i = 0; i < 3; ++i) K.template block<1, 3>(i, 0) = la.cross(V3(P.row(i).transpose())).transpose();
-    K.template topLeftCorner<3, 3>().diagonal().array() += inverse_mass;
-    K.template topRightCorner<3, 3>() = -P;
-    K.template bottomLeftCorner<3, 3>() = -P.transpose();
-    K.template bottomRightCorner<3, 3>() = J_inverse;
-  }
-  for (int a = 0; a < h; ++a)
-    for (int c = a + 1; c < h; ++c) {
-      const auto& K_aa = leaf.k(a, a);
+    const S sa = dc::HandleTree<S, 6>::unit_sign(leaf.holds_p[static_cast<std::size_t>(a)] != 0);
+    for (int c = a; c < h; ++c) {
       const V3& lc = l[static_cast<std::size_t>(c)];
-      auto& K = leaf.k(a, c);
-      for (int i = 0; i < 3; ++i)  // -P_a = K_aa's top right
-        K.template block<1, 3>(i, 0) = -lc.cross(V3(K_aa.template block<1, 3>(i, 3).transpose())).transpose();
-      K.template topLeftCorner<3, 3>().diagonal().array() += inverse_mass;
-      K.template topRightCorner<3, 3>() = K_aa.template topRightCorner<3, 3>();
-      K.template bottomLeftCorner<3, 3>() = leaf.k(c, c).template bottomLeftCorner<3, 3>();
-      K.template bottomRightCorner<3, 3>() = J_inverse;
-      leaf.k(c, a) = K.transpose();
+      const S sign = sa * dc::HandleTree<S, 6>::unit_sign(leaf.holds_p[static_cast<std::size_t>(c)] != 0);
+      Mat3T<S> K;
+      for (int i = 0; i < 3; ++i) K.row(i) = lc.cross(V3(P.row(i).transpose())).transpose();
+      K.diagonal().array() += inverse_mass;
+      K_hat.template block<3, 3>(leaf.o(a), leaf.o(c)) = sign * K;
+      if (c != a) K_hat.template block<3, 3>(leaf.o(c), leaf.o(a)) = sign * K.transpose();
     }
+  }
 }
 
-template void body_mobility<double>(double, const Mat3&, std::span<const Vec3>, dc::HandleTree<double, 6>::Node&);
-template void body_mobility<float>(float, const Mat3T<float>&, std::span<const Vec3T<float>>, dc::HandleTree<float, 6>::Node&);
+}  // namespace
+
+template <class S, int Dim>
+void mobility_rows(S inverse_mass, const AngularInverse<S, Dim>& J_inverse, std::span<const HandleArm<S, Dim>> l,
+                   const std::vector<dc::JointRows<S, Dim>>& rows, typename dc::HandleTree<S, Dim>::Node& leaf) {
+  if constexpr (Dim == 6)
+    if (spherical_unit_rows<S>(rows, leaf)) return spherical_mobility_rows<S>(inverse_mass, J_inverse, l, leaf);
+  if (const int m = leaf.uniform_rows(); m > 0)
+    dc::HandleTree<S, Dim>::dispatch_rows(m, [&]<int M>() { mobility_rows_sized<S, Dim, M>(inverse_mass, J_inverse, l, rows, leaf); });
+  else
+    mobility_rows_sized<S, Dim, Eigen::Dynamic>(inverse_mass, J_inverse, l, rows, leaf);
+}
+
+#define TREEDYN_MOBILITY_ROWS(S, Dim)                                                                           \
+  template void mobility_rows<S, Dim>(S, const AngularInverse<S, Dim>&, std::span<const HandleArm<S, Dim>>, \
+                                      const std::vector<dc::JointRows<S, Dim>>&, dc::HandleTree<S, Dim>::Node&);
+TREEDYN_MOBILITY_ROWS(double, 6)
+TREEDYN_MOBILITY_ROWS(float, 6)
+TREEDYN_MOBILITY_ROWS(double, 3)
+TREEDYN_MOBILITY_ROWS(float, 3)
+#undef TREEDYN_MOBILITY_ROWS
 
 void tree_rows(const JointMotion& motion, const Vec6& bias, Rows6& rows) {
   const int n = static_cast<int>(motion.D.cols());

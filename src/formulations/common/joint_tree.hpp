@@ -4,6 +4,7 @@
 #pragma once
 
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "treedyn/dc_core.hpp"
@@ -26,11 +27,20 @@ JointLayout make_layout(const Model& model, const JointSpace& joints);
 void handle_points(const Model& model, const JointLayout& layout, const std::vector<JointMotion>& motion,
                    const SystemState& bodies, std::vector<Vec3>& points);
 
-/// Mobility blocks of one body at its handles: K_hk = S(l_h)' M^-1 S(l_k), with
-/// M^-1 = diag(I / m, J^-1) (global) and l_h = handle point - centre of mass.
-template <class S>
-void body_mobility(S inverse_mass, const Mat3T<S>& J_inverse, std::span<const Vec3T<S>> l,
-                   typename dc::HandleTree<S, 6>::Node& leaf);
+/// The mobility of one body at its handles in their rows (a dc::LeafBlocks::InRows leaf):
+///     K~_hk = G_h S(l_h)' M^-1 S(l_k) G_k' = E_h M^-1 E_k'      (paper 001 Eqs. 15-16; 004 Eq. 13)
+/// with M^-1 = diag(I / m, J^-1) (J global; a 1 x 1 J^-1 in the plane), l_h = handle point -
+/// centre of mass and G_h the rows of handle h's joint on this body's side. A row g = [g_v; g_w]
+/// of G_h gives the row S(l_h) g = [g_v; g_w + l_h x g_v] of E_h (the load g moved to the centre
+/// of mass), so K~_hk = E_v,h E_v,k' / m + (E_w,h J^-1) E_w,k'. Spatial (Dim 6) and planar
+/// (Dim 3, l x g the scalar cross product) on any scalar; `rows` are the pass's joint rows.
+template <class S, int Dim>
+using HandleArm = std::conditional_t<Dim == 6, Vec3T<S>, Vec2T<S>>;
+template <class S, int Dim>
+using AngularInverse = Eigen::Matrix<S, Dim == 6 ? 3 : 1, Dim == 6 ? 3 : 1>;
+template <class S, int Dim>
+void mobility_rows(S inverse_mass, const AngularInverse<S, Dim>& J_inverse, std::span<const HandleArm<S, Dim>> l,
+                   const std::vector<dc::JointRows<S, Dim>>& rows, typename dc::HandleTree<S, Dim>::Node& leaf);
 
 /// Tree joint in D form: G_c = D', G_p = -D', r = D' bias (bias = kappa for accelerations, 0 for
 /// velocities).

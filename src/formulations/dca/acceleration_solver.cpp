@@ -99,10 +99,13 @@ void AccelerationSolver::leaf_coefficients(int b) {
   auto& leaf = core_.leaf(b);
   const std::span<Vec3> l = handles_of(b);
   for (std::size_t h = 0; h < l.size(); ++h) l[h] = points_[static_cast<std::size_t>(leaf.handles[h])] - s.r;
-  body_mobility<double>(1.0 / body.mass, Ji, l, leaf);
+  mobility_rows<double, 6>(1.0 / body.mass, Ji, l, rows_, leaf);
   const Vec3 a0 = F.head<3>() / body.mass, alpha0 = Ji * F.tail<3>();
-  for (std::size_t h = 0; h < l.size(); ++h)  // b_h = S(l_h)' M^-1 F_e + [w x (w x l_h); 0]
-    leaf.b[h] << a0 + alpha0.cross(l[h]) + s.w.cross(s.w.cross(l[h])), alpha0;
+  for (std::size_t h = 0; h < l.size(); ++h) {  // b_h = S(l_h)' M^-1 F_e + [w x (w x l_h); 0], in rows
+    Vec6 b_h;
+    b_h << a0 + alpha0.cross(l[h]) + s.w.cross(s.w.cross(l[h])), alpha0;
+    core_.set_leaf_bias(leaf, static_cast<int>(h), b_h, rows_);
+  }
 }
 
 /// A_com = M^-1 (F_e + sum_h S(l_h) f_h).
@@ -111,8 +114,9 @@ void AccelerationSolver::body_acceleration(int b) {
   const std::span<Vec3> l = handles_of(b);
   Vec6 F = F_e_[static_cast<std::size_t>(b)];
   for (std::size_t h = 0; h < l.size(); ++h) {
-    F.head<3>() += leaf.f[h].head<3>();
-    F.tail<3>() += leaf.f[h].tail<3>() + l[h].cross(leaf.f[h].head<3>());
+    const Vec6 f = core_.load(leaf, static_cast<int>(h), rows_);
+    F.head<3>() += f.head<3>();
+    F.tail<3>() += f.tail<3>() + l[h].cross(f.head<3>());
   }
   BodyState& s = bodies_[static_cast<std::size_t>(b)];
   s.a = F.head<3>() / model_.bodies[static_cast<std::size_t>(b)].mass;
@@ -141,7 +145,7 @@ void AccelerationSolver::reactions(std::vector<JointReaction>& out) const {
     const auto& leaf = core_.node(tree_.leaf_of(joint.child));
     const int h = core_.handle_index(leaf, static_cast<int>(j));
     if (h < 0) continue;  // a free joint carries no load
-    const Vec6& f = leaf.f[static_cast<std::size_t>(h)];
+    const Vec6 f = core_.load(leaf, h, rows_);
     const BodyState& C = bodies_[static_cast<std::size_t>(joint.child)];
     const Vec3 origin = C.r + C.q * joint.child_frame.origin;  // report about the child's joint frame
     out[j] = {f.head<3>(), f.tail<3>() + (points_[j] - origin).cross(f.head<3>())};

@@ -62,9 +62,10 @@ struct Geometry<S, 6> {
   /// Linear velocity of the point at d from a body's centre of mass.
   static Point point_velocity(const Vec& V, const Point& d) { return V.template head<3>() + V.template tail<3>().cross(d); }
 
-  /// K_hk = S(l_h)' M^-1 S(l_k) (paper 001, Eqs. 15-16), shared with dca.
-  static void mobility(const InverseInertia& Mi, std::span<const Point> l, typename dc::HandleTree<S, 6>::Node& leaf) {
-    jc::body_mobility<S>(Mi.inverse_mass, Mi.J_inverse, l, leaf);
+  /// G_h S(l_h)' M^-1 S(l_k) G_k' (paper 001, Eqs. 15-16, in the handles' rows), shared with dca.
+  static void mobility(const InverseInertia& Mi, std::span<const Point> l, const std::vector<dc::JointRows<S, 6>>& rows,
+                       typename dc::HandleTree<S, 6>::Node& leaf) {
+    jc::mobility_rows<S, 6>(Mi.inverse_mass, Mi.J_inverse, l, rows, leaf);
   }
 };
 
@@ -91,28 +92,12 @@ struct Geometry<S, 3> {
   }
   static Point point_velocity(const Vec& V, const Point& d) { return V.template head<2>() + turn(V.z(), d); }
 
-  /// K_hk = S(l_h)' M^-1 S(l_k): paper 004, Eq. 13 (and 14-16 for the other handle pairs).
-  static void mobility(const InverseInertia& Mi, std::span<const Point> l, typename dc::HandleTree<S, 3>::Node& leaf);
-};
-
-template <class S>
-void Geometry<S, 3>::mobility(const InverseInertia& Mi, std::span<const Point> l, typename dc::HandleTree<S, 3>::Node& leaf) {
-  // S(l)' V = [v + w Omega l; w]: with u_h = Omega l_h,
-  // K_hk = [I/m + u_h u_k' / J, u_h / J; u_k' / J, 1 / J]   (paper 004, Eq. 13 with s = -l).
-  const int h = leaf.size();
-  for (int a = 0; a < h; ++a) {
-    const Point ua = turn(S(1), l[static_cast<std::size_t>(a)]);
-    for (int c = a; c < h; ++c) {
-      const Point uc = turn(S(1), l[static_cast<std::size_t>(c)]);
-      auto& K = leaf.k(a, c);
-      K.template topLeftCorner<2, 2>().noalias() = Mi.J_inverse * ua * uc.transpose();
-      K.template topLeftCorner<2, 2>().diagonal().array() += Mi.inverse_mass;
-      K.template topRightCorner<2, 1>() = Mi.J_inverse * ua;
-      K.template bottomLeftCorner<1, 2>() = Mi.J_inverse * uc.transpose();
-      K(2, 2) = Mi.J_inverse;
-      if (c != a) leaf.k(c, a) = K.transpose();
-    }
+  /// G_h S(l_h)' M^-1 S(l_k) G_k': paper 004, Eq. 13 (and 14-16 for the other handle pairs) in
+  /// the handles' rows, shared with the spatial case.
+  static void mobility(const InverseInertia& Mi, std::span<const Point> l, const std::vector<dc::JointRows<S, 3>>& rows,
+                       typename dc::HandleTree<S, 3>::Node& leaf) {
+    jc::mobility_rows<S, 3>(Mi.inverse_mass, jc::AngularInverse<S, 3>::Constant(Mi.J_inverse), l, rows, leaf);
   }
-}
+};
 
 }  // namespace treedyn::hdca

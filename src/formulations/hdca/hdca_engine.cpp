@@ -47,6 +47,7 @@ Engine<Kin>::Engine(const Model& model, const Topology& topology, const Assembly
   for (int b = 0; b < model.body_count(); ++b)
     handle_offset_[static_cast<std::size_t>(b) + 1] = handle_offset_[static_cast<std::size_t>(b)] + core_.leaf(b).size();
   handle_l_.assign(static_cast<std::size_t>(handle_offset_.back()), Point::Zero());
+  handle_load_.assign(static_cast<std::size_t>(handle_offset_.back()), Vec::Zero());
 }
 
 template <class Kin>
@@ -168,9 +169,9 @@ void Engine<Kin>::leaf_coefficients(int b) {
   auto& leaf = core_.leaf(b);
   const std::span<Point> l = handles_of(b);
   const auto& Mi = kin_.inverse_inertia(b);
-  G::mobility(Mi, l, leaf);
+  G::mobility(Mi, l, rows_, leaf);
   const Vec V0 = G::apply(Mi, P_known_[static_cast<std::size_t>(b)]);
-  for (std::size_t h = 0; h < l.size(); ++h) leaf.b[h] = G::shift_twist(V0, l[h]);
+  for (std::size_t h = 0; h < l.size(); ++h) core_.set_leaf_bias(leaf, static_cast<int>(h), G::shift_twist(V0, l[h]), rows_);
 }
 
 /// V = M^-1 (P + sum_h S(l_h) T_h).
@@ -179,7 +180,11 @@ void Engine<Kin>::body_twist(int b) {
   const auto& leaf = core_.leaf(b);
   const std::span<Point> l = handles_of(b);
   Vec P = P_known_[static_cast<std::size_t>(b)];
-  for (std::size_t h = 0; h < l.size(); ++h) P += G::shift_load(leaf.f[h], l[h]);
+  Vec* load = handle_load_.data() + handle_offset_[static_cast<std::size_t>(b)];  // kept for the second stage
+  for (std::size_t h = 0; h < l.size(); ++h) {
+    load[h] = core_.load(leaf, static_cast<int>(h), rows_);
+    P += G::shift_load(load[h], l[h]);
+  }
   V_[static_cast<std::size_t>(b)] = G::apply(kin_.inverse_inertia(b), P);
 }
 
@@ -198,7 +203,7 @@ void Engine<Kin>::joint_velocity(int k, Eigen::Ref<Eigen::VectorXd> v) const {
 template <class Kin>
 typename Engine<Kin>::Vec Engine<Kin>::tree_load(const Incidence& x, int b) const {
   Vec L = x.sign * Hp_[static_cast<std::size_t>(x.k)];
-  if (x.handle >= 0) L += core_.node(core_.tree().leaf_of(b)).f[static_cast<std::size_t>(x.handle)];
+  if (x.handle >= 0) L += handle_load_[static_cast<std::size_t>(handle_offset_[static_cast<std::size_t>(b)] + x.handle)];
   return L;
 }
 
