@@ -326,14 +326,17 @@ TEST(TreeSolve, TwoThreadsGiveTheSerialNumbersBitForBit) {
 }
 
 // Unit rows (a tree joint's D = [I; 0]: dca's and hdca's spherical and fixed joints): the kernels
-// take blocks of K and b instead of multiplying by G. With the flag and without it, the same rows
-// give the same numbers, bit for bit, in full and bias-only passes; and the dense solution.
+// take blocks of K and b instead of multiplying by G (a Shared leaf's, read by its parent), and a
+// leaf in rows is given G b and gives back G' lambda as copies. With the flag and without it, the
+// same rows give the same numbers, bit for bit, in full and bias-only passes, for leaves in rows
+// and Shared ones; and the dense solution.
 TEST(TreeSolve, UnitRowsGiveTheNumbersOfTheMultipliedRowsBitForBit) {
   std::mt19937 rng(41);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
-  for (int trial = 0; trial < 6; ++trial) {
+  for (int trial = 0; trial < 12; ++trial) {
+    const bool shared = trial % 2 == 1;
     ModelBuilder b("unit rows");
-    const int bodies = 3 + 4 * trial;
+    const int bodies = 3 + 2 * trial;
     for (int k = 0; k < bodies; ++k) b.body(test::box("b" + std::to_string(k), {u(rng), u(rng), u(rng)}, u(rng)));
     for (int k = 0; k < bodies; ++k) {  // a random tree of spherical and fixed joints
       const int parent = std::uniform_int_distribution<int>(-1, k - 1)(rng);
@@ -343,7 +346,7 @@ TEST(TreeSolve, UnitRowsGiveTheNumbersOfTheMultipliedRowsBitForBit) {
     }
     const Model m = b.build();
     const AssemblyTree tree(m, Topology(m), 1);
-    Problem p = random_problem(m, false, trial % 2 == 0 ? 0.0 : 1e-4, rng);
+    Problem p = random_problem(m, shared, trial % 4 < 2 ? 0.0 : 1e-4, rng);
     for (std::size_t j = 0; j < p.rows.size(); ++j) {  // tree rows D' (x_c - x_p) with D = [I; 0]
       const double compliance = p.rows[j].compliance;
       p.rows[j].set_tree_rows(Eigen::MatrixXd::Identity(6, p.sides[j].rows));
@@ -353,14 +356,15 @@ TEST(TreeSolve, UnitRowsGiveTheNumbersOfTheMultipliedRowsBitForBit) {
     consistent_right_hand_sides(p, m.body_count(), rng);
     Problem multiplied = p;
     for (Rows& r : multiplied.rows) r.unit_rows = false;
-    Tree unit_core(tree, p.sides), multiplied_core(tree, p.sides);
+    const auto leaves = shared ? dc::LeafBlocks::Shared : dc::LeafBlocks::InRows;
+    Tree unit_core(tree, p.sides, InverseMethod::Cholesky, leaves), multiplied_core(tree, p.sides, InverseMethod::Cholesky, leaves);
     for (const bool bias_only : {false, true}) {
-      const TreeResult unit = tree_solve(m, p, false, Parallel{}, unit_core, bias_only);
-      const TreeResult product = tree_solve(m, multiplied, false, Parallel{}, multiplied_core, bias_only);
+      const TreeResult unit = tree_solve(m, p, shared, Parallel{}, unit_core, bias_only);
+      const TreeResult product = tree_solve(m, multiplied, shared, Parallel{}, multiplied_core, bias_only);
       for (std::size_t i = 0; i < unit.x.size(); ++i) EXPECT_EQ(unit.x[i], product.x[i]) << "trial " << trial << ", body " << i;
       for (std::size_t j = 0; j < unit.lambda.size(); ++j)
         EXPECT_EQ(unit.lambda[j], product.lambda[j]) << "trial " << trial << ", joint " << j;
-      expect_matches_dense(m, p, unit, "trial " + std::to_string(trial) + (bias_only ? ", bias only" : ""));
+      expect_matches_dense(m, p, unit, "trial " + std::to_string(trial) + (shared ? ", shared" : ", in rows") + (bias_only ? ", bias only" : ""));
     }
   }
 }
