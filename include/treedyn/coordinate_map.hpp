@@ -61,13 +61,18 @@ class CoordinateMap {
   /// The entry of a joint, or of a floating body's free joint, by name. Throws
   /// std::invalid_argument naming the unknown name.
   const Entry& entry(const std::string& name) const;
-  /// Names of the entries of q and qd, "<joint>.<coordinate>": "elbow.angle", "ball.qw", "ball.wx",
-  /// "slider.d", "base.x" ...
-  const std::vector<std::string>& q_names() const { return q_names_; }
-  const std::vector<std::string>& qd_names() const { return qd_names_; }
-  /// SI units of the entries of q and qd: "rad", "m", "-" (quaternion components), "rad/s", "m/s".
-  const std::vector<std::string>& q_units() const { return q_units_; }
-  const std::vector<std::string>& qd_units() const { return qd_units_; }
+  /// Name of entry i of q or qd, "<joint>.<coordinate>": "elbow.angle", "ball.qw", "ball.wx",
+  /// "slider.d", "base.x" ... Made on each call (a map does not hold a string per coordinate:
+  /// 0.45 KB a body on a spherical chain); std::out_of_range for i outside [0, nq) or [0, nv).
+  std::string q_name(int i) const;
+  std::string qd_name(int i) const;
+  /// SI unit of entry i of q or qd: "rad", "m", "-" (quaternion components), "rad/s", "m/s"
+  /// (static strings); std::out_of_range as above.
+  const char* q_unit(int i) const;
+  const char* qd_unit(int i) const;
+  /// Every q_name(i) and qd_name(i), in order (made on each call).
+  std::vector<std::string> q_names() const;
+  std::vector<std::string> qd_names() const;
   /// True if some entry has an angle (revolute, cylindrical, universal or planar joints).
   bool has_angles() const { return has_angles_; }
 
@@ -96,7 +101,9 @@ class CoordinateMap {
   std::vector<Entry> entries_;
   std::vector<int> placement_;        // entries that place a body, parents before children
   std::vector<char> reversed_;        // per entry: placed from its child to its parent
-  std::vector<std::string> q_names_, qd_names_, q_units_, qd_units_, body_names_;
+  /// The entry holding entry i of q (rates: false) or of qd (true), and i's place in it.
+  std::pair<const Entry*, int> locate(int i, bool rate) const;
+  std::vector<std::string> body_names_;
   int nq_ = 0, nv_ = 0;
   bool has_angles_ = false;
 };

@@ -1,9 +1,11 @@
 // The public joint coordinates; see include/treedyn/coordinate_map.hpp.
 #include "treedyn/coordinate_map.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
+#include <string_view>
 
 #include "joint_kinematics.hpp"
 
@@ -12,24 +14,30 @@ namespace {
 
 using namespace joint_kinematics;
 
-/// Names of a joint type's q and qd entries.
-std::pair<std::vector<const char*>, std::vector<const char*>> coordinate_names(JointType type) {
+/// Name of entry c of a joint type's q (rate: false) or qd (true), as many as joint_nq, joint_nv.
+const char* coordinate_name(JointType type, bool rate, int c) {
+  static constexpr const char* kAngle[] = {"angle"}, *kD[] = {"d"}, *kCylindrical[] = {"angle", "d"},
+                               *kUniversal[] = {"angle1", "angle2"}, *kQuaternion[] = {"qw", "qx", "qy", "qz"},
+                               *kW[] = {"wx", "wy", "wz"}, *kPlanar[] = {"x", "y", "angle"},
+                               *kFreeQ[] = {"x", "y", "z", "qw", "qx", "qy", "qz"},
+                               *kFreeV[] = {"vx", "vy", "vz", "wx", "wy", "wz"};
+  const auto i = static_cast<std::size_t>(c);
   switch (type) {
-    case JointType::Revolute: return {{"angle"}, {"angle"}};
-    case JointType::Prismatic: return {{"d"}, {"d"}};
-    case JointType::Cylindrical: return {{"angle", "d"}, {"angle", "d"}};
-    case JointType::Universal: return {{"angle1", "angle2"}, {"angle1", "angle2"}};
-    case JointType::Spherical: return {{"qw", "qx", "qy", "qz"}, {"wx", "wy", "wz"}};
-    case JointType::Planar: return {{"x", "y", "angle"}, {"x", "y", "angle"}};
-    case JointType::Fixed: return {{}, {}};
-    case JointType::Free: return {{"x", "y", "z", "qw", "qx", "qy", "qz"}, {"vx", "vy", "vz", "wx", "wy", "wz"}};
+    case JointType::Revolute: return kAngle[i];
+    case JointType::Prismatic: return kD[i];
+    case JointType::Cylindrical: return kCylindrical[i];
+    case JointType::Universal: return kUniversal[i];
+    case JointType::Spherical: return rate ? kW[i] : kQuaternion[i];
+    case JointType::Planar: return kPlanar[i];
+    case JointType::Fixed: break;
+    case JointType::Free: return rate ? kFreeV[i] : kFreeQ[i];
   }
-  return {{}, {}};
+  throw std::logic_error("CoordinateMap: a fixed joint has no coordinates");
 }
 
 /// SI unit of a coordinate (or of its rate) named as above.
-std::string unit_of(const std::string& coordinate, bool rate) {
-  if (coordinate.rfind("angle", 0) == 0) return rate ? "rad/s" : "rad";
+const char* unit_of(std::string_view coordinate, bool rate) {
+  if (coordinate.starts_with("angle")) return rate ? "rad/s" : "rad";
   if (coordinate == "d" || coordinate == "x" || coordinate == "y" || coordinate == "z") return rate ? "m/s" : "m";
   if (coordinate[0] == 'q') return "-";  // quaternion components
   if (coordinate[0] == 'w') return "rad/s";
@@ -42,7 +50,10 @@ double unwrap(double x, double near) { return near + std::remainder(x - near, 2.
 }  // namespace
 
 CoordinateMap::CoordinateMap(const Model& model, const Topology& topology) {
+  body_names_.reserve(model.bodies.size());
   for (const Body& b : model.bodies) body_names_.push_back(b.name);
+  entries_.reserve(model.joints.size() + topology.floating_subsystems().size());
+  reversed_.reserve(entries_.capacity());
   auto add = [&](Entry e) {
     e.nq = joint_nq(e.type);
     e.nv = joint_nv(e.type);
@@ -50,9 +61,6 @@ CoordinateMap::CoordinateMap(const Model& model, const Topology& topology) {
     e.v_offset = nv_;
     nq_ += e.nq;
     nv_ += e.nv;
-    const auto [qn, vn] = coordinate_names(e.type);
-    for (const char* c : qn) q_names_.push_back(e.name + "." + c), q_units_.push_back(unit_of(c, false));
-    for (const char* c : vn) qd_names_.push_back(e.name + "." + c), qd_units_.push_back(unit_of(c, true));
     has_angles_ = has_angles_ || angle_entries(e.type) != 0;
     entries_.push_back(std::move(e));
     reversed_.push_back(0);
@@ -87,6 +95,47 @@ CoordinateMap::CoordinateMap(const Model& model, const Topology& topology) {
     reversed_[static_cast<std::size_t>(k)] = topology.tree_joint_of(joint.child) != j;
     placement_.push_back(k);
   }
+}
+
+std::pair<const CoordinateMap::Entry*, int> CoordinateMap::locate(int i, bool rate) const {
+  const int size = rate ? nv_ : nq_;
+  if (i < 0 || i >= size)
+    throw std::out_of_range("CoordinateMap: no entry " + std::to_string(i) + " of " + (rate ? "qd" : "q") + " (it has " +
+                            std::to_string(size) + ")");
+  // The entries' offsets ascend (a fixed joint's equals its successor's): the last entry starting at or before i.
+  const auto it = std::upper_bound(entries_.begin(), entries_.end(), i,
+                                   [rate](int x, const Entry& e) { return x < (rate ? e.v_offset : e.q_offset); });
+  const Entry& e = *(it - 1);
+  return {&e, i - (rate ? e.v_offset : e.q_offset)};
+}
+
+std::string CoordinateMap::q_name(int i) const {
+  const auto [e, c] = locate(i, false);
+  return e->name + "." + coordinate_name(e->type, false, c);
+}
+std::string CoordinateMap::qd_name(int i) const {
+  const auto [e, c] = locate(i, true);
+  return e->name + "." + coordinate_name(e->type, true, c);
+}
+const char* CoordinateMap::q_unit(int i) const {
+  const auto [e, c] = locate(i, false);
+  return unit_of(coordinate_name(e->type, false, c), false);
+}
+const char* CoordinateMap::qd_unit(int i) const {
+  const auto [e, c] = locate(i, true);
+  return unit_of(coordinate_name(e->type, true, c), true);
+}
+std::vector<std::string> CoordinateMap::q_names() const {
+  std::vector<std::string> out;
+  out.reserve(static_cast<std::size_t>(nq_));
+  for (int i = 0; i < nq_; ++i) out.push_back(q_name(i));
+  return out;
+}
+std::vector<std::string> CoordinateMap::qd_names() const {
+  std::vector<std::string> out;
+  out.reserve(static_cast<std::size_t>(nv_));
+  for (int i = 0; i < nv_; ++i) out.push_back(qd_name(i));
+  return out;
 }
 
 const CoordinateMap::Entry& CoordinateMap::entry(const std::string& name) const {

@@ -28,7 +28,7 @@ ExternalLoads::ExternalLoads(std::shared_ptr<const CoordinateMap> map)
 void ExternalLoads::check_finite_effort(const Eigen::Ref<const Eigen::VectorXd>& effort, int offset) const {
   for (Eigen::Index i = 0; i < effort.size(); ++i)
     if (!std::isfinite(effort(i)))
-      throw std::invalid_argument("effort: the value for " + map_->qd_names()[static_cast<std::size_t>(offset + i)] +
+      throw std::invalid_argument("effort: the value for " + map_->qd_name(static_cast<int>(offset + i)) +
                                   " is not finite");
 }
 
@@ -87,7 +87,7 @@ void ExternalLoads::check_output() const {
   for (Eigen::Index i = 0; i < output_.effort.size(); ++i)
     if (!std::isfinite(output_.effort(i)))
       throw std::runtime_error("the load function returned a non-finite effort for " +
-                               map_->qd_names()[static_cast<std::size_t>(i)]);
+                               map_->qd_name(static_cast<int>(i)));
   for (std::size_t b = 0; b < output_.wrench.size(); ++b)
     if (!output_.wrench[b].allFinite())
       throw std::runtime_error("the load function returned a non-finite wrench on body '" +

@@ -244,9 +244,9 @@ void ResultWriter::visit_columns(bool with_reactions, bool with_efforts, Column&
   if (!coordinates_) return;
   column(kJoints, {"t"}, "s");
   for (int i = 0; i < coordinates_->nq(); ++i)
-    column(kJoints, {"q:", coordinates_->q_names()[static_cast<std::size_t>(i)]}, coordinates_->q_units()[static_cast<std::size_t>(i)]);
+    column(kJoints, {"q:", coordinates_->q_name(i)}, coordinates_->q_unit(i));
   for (int i = 0; i < coordinates_->nv(); ++i)
-    column(kJoints, {"qd:", coordinates_->qd_names()[static_cast<std::size_t>(i)]}, coordinates_->qd_units()[static_cast<std::size_t>(i)]);
+    column(kJoints, {"qd:", coordinates_->qd_name(i)}, coordinates_->qd_unit(i));
   if (with_reactions)  // in the axes of each joint's frame on its child
     for (const Joint& j : model_.joints) {
       for (const char* c : {".fx", ".fy", ".fz"}) column(kJoints, {"reaction:", j.name, c}, "N");

@@ -18,12 +18,12 @@ std::shared_ptr<const CoordinateMap> make_map(const Model& model) {
   return std::make_shared<const CoordinateMap>(model, Topology(model, RankMethod::None));  // the tree alone: the formulation ranks
 }
 
-/// Throws std::invalid_argument naming the first non-finite entry of v.
-void check_finite_entries(const Eigen::VectorXd& v, const std::vector<std::string>& names, const char* what) {
+/// Throws std::invalid_argument naming the first non-finite entry of q (rate: false) or qd (true).
+void check_finite_entries(const Eigen::VectorXd& v, const CoordinateMap& map, bool rate, const char* what) {
   for (Eigen::Index i = 0; i < v.size(); ++i)
     if (!std::isfinite(v(i)))
-      throw std::invalid_argument(std::string(what) + ": the value for " + names[static_cast<std::size_t>(i)] +
-                                  " is not finite");
+      throw std::invalid_argument(std::string(what) + ": the value for " +
+                                  (rate ? map.qd_name(static_cast<int>(i)) : map.q_name(static_cast<int>(i))) + " is not finite");
 }
 
 /// A body's index by name; std::invalid_argument for an unknown name or ground.
@@ -256,8 +256,8 @@ void Simulator::restart(const SystemState& bodies) {
 void Simulator::set_state(const Eigen::VectorXd& q, const Eigen::VectorXd& qd, StateFix fix) {
   check_size(q, map_->nq(), "set_state: q", "the joints' coordinates");
   check_size(qd, map_->nv(), "set_state: qd", "one per joint rate");
-  check_finite_entries(q, map_->q_names(), "set_state: q");
-  check_finite_entries(qd, map_->qd_names(), "set_state: qd");
+  check_finite_entries(q, *map_, false, "set_state: q");
+  check_finite_entries(qd, *map_, true, "set_state: qd");
   for (const CoordinateMap::Entry& e : map_->entries()) {
     const int quaternion = e.type == JointType::Spherical ? 0 : e.type == JointType::Free ? 3 : -1;
     if (quaternion >= 0 && q.segment(e.q_offset + quaternion, 4).norm() < 1e-12)

@@ -144,6 +144,39 @@ TEST(CoordinateMap, AnglesUnwrapAgainstAReference) {
   EXPECT_NEAR(tracked(0), turned, 1e-12);
 }
 
+// Names and units are made on demand from the entries (the map holds no string per coordinate):
+// every one of the joint zoo's, spelled out from the table in coordinate_map.hpp, including the
+// entries around the fixed joint j7 (no coordinates: its offset is its successor's).
+TEST(CoordinateMap, NamesAndUnitsOfEveryCoordinateFollowTheLayout) {
+  const Model m = test::joint_zoo();
+  const CoordinateMap map(m, Topology(m));
+  const std::vector<std::string> q = {"j1.angle", "j2.d", "j3.angle", "j3.d", "j4.angle1", "j4.angle2", "j5.qw", "j5.qx",
+                                      "j5.qy", "j5.qz", "j6.x", "j6.y", "j6.angle", "jfree.x", "jfree.y", "jfree.z",
+                                      "jfree.qw", "jfree.qx", "jfree.qy", "jfree.qz", "jrev.angle1", "jrev.angle2"};
+  const std::vector<std::string> q_units = {"rad", "m", "rad", "m", "rad", "rad", "-", "-", "-", "-", "m",
+                                            "m", "rad", "m", "m", "m", "-", "-", "-", "-", "rad", "rad"};
+  const std::vector<std::string> qd = {"j1.angle", "j2.d", "j3.angle", "j3.d", "j4.angle1", "j4.angle2", "j5.wx",
+                                       "j5.wy", "j5.wz", "j6.x", "j6.y", "j6.angle", "jfree.vx", "jfree.vy",
+                                       "jfree.vz", "jfree.wx", "jfree.wy", "jfree.wz", "jrev.angle1", "jrev.angle2"};
+  const std::vector<std::string> qd_units = {"rad/s", "m/s", "rad/s", "m/s", "rad/s", "rad/s", "rad/s",
+                                             "rad/s", "rad/s", "m/s", "m/s", "rad/s", "m/s", "m/s",
+                                             "m/s", "rad/s", "rad/s", "rad/s", "rad/s", "rad/s"};
+  ASSERT_EQ(map.nq(), static_cast<int>(q.size()));
+  ASSERT_EQ(map.nv(), static_cast<int>(qd.size()));
+  EXPECT_EQ(map.q_names(), q);
+  EXPECT_EQ(map.qd_names(), qd);
+  for (int i = 0; i < map.nq(); ++i) EXPECT_EQ(map.q_unit(i), q_units[static_cast<std::size_t>(i)]) << q[static_cast<std::size_t>(i)];
+  for (int i = 0; i < map.nv(); ++i) EXPECT_EQ(map.qd_unit(i), qd_units[static_cast<std::size_t>(i)]) << qd[static_cast<std::size_t>(i)];
+  for (int bad : {-1, map.nq()}) EXPECT_THROW((void)map.q_name(bad), std::out_of_range);
+  EXPECT_THROW((void)map.qd_unit(map.nv()), std::out_of_range);
+  try {
+    (void)map.qd_name(map.nv());
+    ADD_FAILURE() << "named an entry past the end";
+  } catch (const std::out_of_range& e) {
+    EXPECT_NE(std::string(e.what()).find("no entry 20 of qd (it has 20)"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CoordinateMap, NamesEveryEntryAndRefusesUnknownJoints) {
   const Model m = test::joint_zoo();
   const CoordinateMap map(m, Topology(m));
