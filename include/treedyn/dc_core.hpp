@@ -52,6 +52,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cassert>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -210,9 +211,10 @@ class HandleTree {
   struct Node {
     using MapX = Eigen::Map<Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>>;
     using MapV = Eigen::Map<Eigen::Matrix<S, Eigen::Dynamic, 1>>;
-    std::vector<int> handles;  // joints (AssemblyNode::handles)
-    std::vector<char> holds_p; // per handle: this node holds the joint's p side
-    // All storage lives in HandleTree's arenas, laid out in the order the passes visit the nodes.
+    // All storage lives in HandleTree's arenas, laid out in the order the passes visit the nodes
+    // (a std::vector per record cost four small heap blocks a node).
+    std::span<int> handles;    // joints (AssemblyNode::handles that have rows), ascending
+    std::span<char> holds_p;   // per handle: this node holds the joint's p side
     // A Shared leaf's K, b, f per Dim (its formulation fills K and b and reads f); empty otherwise:
     std::span<Mat> K;          // one block, the same for every pair of handles (none without handles)
     std::span<Vec> b;
@@ -235,12 +237,12 @@ class HandleTree {
     MapX K_hat() const { return MapX(K_r.data(), rows(), rows()); }
     MapV b_hat() const { return MapV(b_r.data(), rows()); }
     MapV f_hat() const { return MapV(f_r.data(), rows()); }
-    // Elimination of the joints between the children (inner nodes).
-    std::vector<Eliminated> eliminated;
+    // Elimination of the joints between the children (inner nodes; empty for leaves).
+    std::span<Eliminated> eliminated;
     struct Source {
-      int side, index;  // child (0 left, 1 right) and handle index there
+      int side = 0, index = 0;  // child (0 left, 1 right) and handle index there
     };
-    std::vector<Source> from;  // per handle
+    std::span<Source> from;    // per handle (inner nodes)
     int m = 0;                 // equations eliminated here
     bool in_rows = false;      // K, b, f in the handles' rows (above): every inner node, InRows leaves
     bool uniform = false;      // one joint eliminated, and every handle has as many rows as it
@@ -275,12 +277,14 @@ class HandleTree {
   /// G_i, the m_i x Dim rows of handle i's joint on the side `n` holds (m_i = n.o(i+1) - n.o(i)),
   /// from the pass's joint rows. Refers into `rows`.
   static auto handle_rows(const Node& n, int i, const std::vector<JointRows<S, Dim>>& rows) {
+    assert(i >= 0 && i < n.size());
     const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(n.handles[static_cast<std::size_t>(i)])];
     return rows_of(j, n.holds_p[static_cast<std::size_t>(i)] != 0).topRows(j.rows);
   }
   /// An InRows leaf's b~_i = G_i b_i from its Dim-sized bias b_i (its formulation calls it in
   /// leaf_in, after the pass's rows are set).
   void set_leaf_bias(Node& leaf, int i, const Vec& b_i, const std::vector<JointRows<S, Dim>>& rows) const {
+    assert(leaf.in_rows && i >= 0 && i < leaf.size());
     const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(leaf.handles[static_cast<std::size_t>(i)])];
     const bool p = leaf.holds_p[static_cast<std::size_t>(i)] != 0;
     S* out = leaf.b_r.data() + leaf.o(i);
@@ -293,6 +297,7 @@ class HandleTree {
   /// The load f_i = G_i' lambda_i at handle i of a leaf after disassembly (for a Shared leaf, the
   /// f_i it holds). `rows` must be the pass's.
   Vec load(const Node& leaf, int i, const std::vector<JointRows<S, Dim>>& rows) const {
+    assert(i >= 0 && i < leaf.size());
     if (!leaf.in_rows) return leaf.f[static_cast<std::size_t>(i)];
     const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(leaf.handles[static_cast<std::size_t>(i)])];
     const bool p = leaf.holds_p[static_cast<std::size_t>(i)] != 0;
@@ -383,6 +388,7 @@ class HandleTree {
         [&](int id) { (this->*assemble)(id, rows); }, [&] { (this->*base)(rows); },
         [&](int id) { disassemble_node(id, rows); }, [&](int id) { leaf_out(tree_->node(id).body); });
   }
+  void take_records(const std::vector<int>& order);
   void setup_node(int id);
   void assemble_node(int id, const std::vector<JointRows<S, Dim>>& rows);
   template <int M, int MK>
@@ -450,6 +456,10 @@ class HandleTree {
   std::vector<Vec> b_arena_, f_arena_;
   std::vector<S> scalar_arena_;  // inner nodes' K_r, b_r, f_r and the singles' W
   std::vector<int> offset_arena_;
+  std::vector<int> handle_arena_;  // the nodes' handles, holds_p, from and eliminated
+  std::vector<char> holds_p_arena_;
+  std::vector<typename Node::Source> from_arena_;
+  std::vector<Eliminated> eliminated_arena_;
   struct Base {  // the root's handles eliminated against ground
     std::vector<Eliminated> eliminated;
     int m = 0;

@@ -39,11 +39,10 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
   auto k_blocks = [&](int id) -> std::size_t {
     return shared_leaves && tree.node(id).is_leaf() ? std::min<std::size_t>(static_cast<std::size_t>(node(id).size()), 1) : 0;
   };
+  take_records(order);
   std::size_t k_size = 0, v_size = 0, offset_size = 0;
   for (int id = 0; id < static_cast<int>(nodes_.size()); ++id) {
     Node& n = node(id);
-    for (int j : tree.node(id).handles)
-      if (sides_[static_cast<std::size_t>(j)].rows > 0) n.handles.push_back(j);
     offset_size += static_cast<std::size_t>(n.size()) + 1;
     n.in_rows = !tree.node(id).is_leaf() || !shared_leaves;
     if (n.in_rows) continue;
@@ -116,29 +115,63 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     for (const Eliminated& x : node(id).eliminated) where_[static_cast<std::size_t>(x.joint)] = {id, x.offset};
 }
 
+// Every node's handles (the joints with rows), holds_p, from and eliminated, in arenas laid out in
+// the passes' order; the handles are filled, the rest by setup_node.
+template <class S, int Dim>
+void HandleTree<S, Dim>::take_records(const std::vector<int>& order) {
+  auto loaded = [&](int j) { return sides_[static_cast<std::size_t>(j)].rows > 0; };
+  auto count = [&](const std::vector<int>& joints) { return static_cast<std::size_t>(std::count_if(joints.begin(), joints.end(), loaded)); };
+  std::size_t handles = 0, from = 0, eliminated = 0;
+  for (int id : order) {
+    const AssemblyNode& a = tree_->node(id);
+    handles += count(a.handles);
+    if (!a.is_leaf()) from += count(a.handles), eliminated += count(a.eliminated);
+  }
+  handle_arena_.assign(handles, 0);
+  holds_p_arena_.assign(handles, 0);
+  from_arena_.assign(from, {});
+  eliminated_arena_.assign(eliminated, {});
+  std::size_t h_at = 0, from_at = 0, e_at = 0;
+  for (int id : order) {
+    const AssemblyNode& a = tree_->node(id);
+    Node& n = node(id);
+    const std::size_t h = count(a.handles);
+    n.handles = std::span<int>(handle_arena_.data() + h_at, h);
+    std::copy_if(a.handles.begin(), a.handles.end(), n.handles.begin(), loaded);
+    n.holds_p = std::span<char>(holds_p_arena_.data() + h_at, h);
+    h_at += h;
+    if (a.is_leaf()) continue;
+    n.from = std::span<typename Node::Source>(from_arena_.data() + from_at, h);
+    from_at += h;
+    n.eliminated = std::span<Eliminated>(eliminated_arena_.data() + e_at, count(a.eliminated));
+    e_at += n.eliminated.size();
+  }
+}
+
 template <class S, int Dim>
 void HandleTree<S, Dim>::setup_node(int id) {
   const AssemblyNode& a = tree_->node(id);
   Node& n = node(id);
   auto loaded = [&](int j) { return sides_[static_cast<std::size_t>(j)].rows > 0; };
   const int h = n.size();
-  for (int j : n.handles)
-    n.holds_p.push_back(std::binary_search(a.bodies.begin(), a.bodies.end(), sides_[static_cast<std::size_t>(j)].body_p));
+  for (std::size_t i = 0; i < n.handles.size(); ++i)
+    n.holds_p[i] = std::binary_search(a.bodies.begin(), a.bodies.end(), sides_[static_cast<std::size_t>(n.handles[i])].body_p);
   if (a.is_leaf()) return;
   const Node& left = node(a.left);
   const Node& right = node(a.right);
+  std::size_t e = 0;
   for (int j : a.eliminated) {
     if (!loaded(j)) continue;
     const int rows = sides_[static_cast<std::size_t>(j)].rows;
     const int l = handle_index(left, j), r = handle_index(right, j);
     // A joint to ground has one side here: p_left still says which side would hold p.
     const bool p_left = l >= 0 ? left.holds_p[static_cast<std::size_t>(l)] != 0 : right.holds_p[static_cast<std::size_t>(r)] == 0;
-    n.eliminated.push_back({j, n.m, rows, l, r, p_left});
+    n.eliminated[e++] = {j, n.m, rows, l, r, p_left};
     n.m += rows;
   }
-  for (int j : n.handles) {
-    const int l = handle_index(left, j);
-    n.from.push_back(l >= 0 ? typename Node::Source{0, l} : typename Node::Source{1, handle_index(node(a.right), j)});
+  for (std::size_t i = 0; i < n.handles.size(); ++i) {
+    const int j = n.handles[i], l = handle_index(left, j);
+    n.from[i] = l >= 0 ? typename Node::Source{0, l} : typename Node::Source{1, handle_index(right, j)};
   }
   n.uniform = n.eliminated.size() == 1 &&
               std::all_of(n.handles.begin(), n.handles.end(), [&](int j) { return sides_[static_cast<std::size_t>(j)].rows == n.m; });

@@ -72,8 +72,10 @@ void expect_mobility_rows(const std::array<int, 3>& counts, std::mt19937& rng, c
     offset.push_back(offset.back() + r.rows);
   }
   typename dc::HandleTree<double, Dim>::Node leaf;
-  leaf.handles = {0, 1, 2};
-  leaf.holds_p = {0, 1, 0};
+  int handles[] = {0, 1, 2};
+  char holds_p[] = {0, 1, 0};
+  leaf.handles = handles;
+  leaf.holds_p = holds_p;
   leaf.offset = offset;
   std::vector<double> K(static_cast<std::size_t>(offset.back() * offset.back()), 0.0);
   leaf.K_r = K;

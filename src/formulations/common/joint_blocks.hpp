@@ -7,6 +7,7 @@
 // Jacobian (m x 6, J V with V = [v; w] global) to its rows in x.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -70,7 +71,7 @@ class JointBlocks {
   /// from the blocks of the joints it holds (`handles`) and the multipliers lambda (laid out as
   /// the ConstraintSet's rows). A formulation maps it to its coordinates once per body (G_i' lambda
   /// = T' J_i' lambda when to_coords(J) = J T), not once per block.
-  Vec6 wrench_on(int body, const std::vector<int>& handles, const std::vector<ConstraintBlock>& blocks,
+  Vec6 wrench_on(int body, std::span<const int> handles, const std::vector<ConstraintBlock>& blocks,
                  const Eigen::VectorXd& lambda) const {
     Vec6 wrench = Vec6::Zero();
     for (int j : handles)
