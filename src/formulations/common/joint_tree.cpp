@@ -20,6 +20,12 @@ JointLayout make_layout(const Model& model, const JointSpace& joints) {
   return layout;
 }
 
+std::vector<int> loop_slots(int joint_count, const std::vector<int>& loop_joints) {
+  std::vector<int> slot(static_cast<std::size_t>(joint_count), -1);
+  for (std::size_t i = 0; i < loop_joints.size(); ++i) slot[static_cast<std::size_t>(loop_joints[i])] = static_cast<int>(i);
+  return slot;
+}
+
 void handle_points(const Model& model, const JointLayout& layout, const std::vector<JointMotion>& motion,
                    const SystemState& bodies, std::vector<Vec3>& points) {
   points.resize(model.joints.size());

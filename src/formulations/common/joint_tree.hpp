@@ -22,6 +22,11 @@ struct JointLayout {
 };
 JointLayout make_layout(const Model& model, const JointSpace& joints);
 
+/// Per model joint (of `joint_count`): its place in `loop_joints`, -1 for the others. What a
+/// formulation keeps of the loop-closing joints alone is held per loop, not per model joint (a
+/// chain has none; a constraint block per joint cost 1.4 KB a body).
+std::vector<int> loop_slots(int joint_count, const std::vector<int>& loop_joints);
+
 /// The handle point of every model joint: a tree joint's point o, a loop-closing joint's child
 /// frame origin.
 void handle_points(const Model& model, const JointLayout& layout, const std::vector<JointMotion>& motion,

@@ -26,8 +26,8 @@ Engine<Kin>::Engine(const Model& model, const Topology& topology, const Assembly
       accumulated_(model.bodies.size(), Vec::Zero()),
       A_(kin_.joints().tree().size(), Vec::Zero()),
       Hp_(kin_.joints().tree().size(), Vec::Zero()),
-      rate_load_p_(model.joints.size(), Vec::Zero()),
-      rate_load_c_(model.joints.size(), Vec::Zero()) {
+      rate_load_p_(loop_joints_.size(), Vec::Zero()),
+      rate_load_c_(loop_joints_.size(), Vec::Zero()) {
   const auto& tree_joints = kin_.joints().tree();
   auto handle_in = [&](int body, int joint) {
     return joint < 0 ? -1 : core_.handle_index(core_.leaf(body), joint);
@@ -39,10 +39,10 @@ Engine<Kin>::Engine(const Model& model, const Topology& topology, const Assembly
     incidences_[static_cast<std::size_t>(t.child)].push_back({kk, S(1), child_handle_[k]});
     if (t.parent != kGround) incidences_[static_cast<std::size_t>(t.parent)].push_back({kk, S(-1), handle_in(t.parent, t.joint)});
   }
-  for (int j : loop_joints_) {
-    const Joint& joint = model.joints[static_cast<std::size_t>(j)];
-    if (joint.parent != kGround) loop_ends_[static_cast<std::size_t>(joint.parent)].push_back({j, false});
-    loop_ends_[static_cast<std::size_t>(joint.child)].push_back({j, true});
+  for (std::size_t i = 0; i < loop_joints_.size(); ++i) {
+    const Joint& joint = model.joints[static_cast<std::size_t>(loop_joints_[i])];
+    if (joint.parent != kGround) loop_ends_[static_cast<std::size_t>(joint.parent)].push_back({static_cast<int>(i), false});
+    loop_ends_[static_cast<std::size_t>(joint.child)].push_back({static_cast<int>(i), true});
   }
   for (int b = 0; b < model.body_count(); ++b)
     handle_offset_[static_cast<std::size_t>(b) + 1] = handle_offset_[static_cast<std::size_t>(b)] + core_.leaf(b).size();
@@ -220,7 +220,7 @@ void Engine<Kin>::momentum_residual(int b) {
     R -= G::shift_rate(o_dot - G::point_velocity(V, Point::Zero()), tree_load(x, b));
   }
   for (const LoopEnd& e : loop_ends_[static_cast<std::size_t>(b)])
-    R -= e.child ? rate_load_c_[static_cast<std::size_t>(e.joint)] : rate_load_p_[static_cast<std::size_t>(e.joint)];
+    R -= e.child ? rate_load_c_[static_cast<std::size_t>(e.slot)] : rate_load_p_[static_cast<std::size_t>(e.slot)];
   R_[static_cast<std::size_t>(b)] = R;
 }
 
@@ -228,8 +228,10 @@ template <class Kin>
 void Engine<Kin>::momentum_rates(double t, Eigen::Ref<Eigen::VectorXd> pdot, StageTimer* timer) {
   start(timer);
   kin_.move(t, V_);
-  for (int j : loop_joints_)
-    kin_.loop_rate_loads(j, core_.multiplier(j), rate_load_p_[static_cast<std::size_t>(j)], rate_load_c_[static_cast<std::size_t>(j)]);
+  for (std::size_t i = 0; i < loop_joints_.size(); ++i) {
+    const int j = loop_joints_[i];
+    kin_.loop_rate_loads(j, core_.multiplier(j), rate_load_p_[i], rate_load_c_[i]);
+  }
   parallel_.for_each(model_.body_count(), [&](int b) { momentum_residual(b); });
   accumulate_outboard(R_, A_);  // articulated loads (paper 001 Eqs. 70-76)
   const auto& tree_joints = kin_.joints().tree();

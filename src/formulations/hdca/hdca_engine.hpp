@@ -67,7 +67,7 @@ class Engine {
     int handle;       // its handle index in the body's leaf, -1 if it carries no constraint rows
   };
   struct LoopEnd {    // a loop-closing joint at a body
-    int joint;
+    int slot;         // its place in loop_joints_ (and in rate_load_p_, rate_load_c_)
     bool child;
   };
 
@@ -101,7 +101,7 @@ class Engine {
   Eigen::VectorXd local_inertia_;
   std::vector<Vec> P_known_, V_, R_, accumulated_, A_;
   std::vector<Vec> Hp_;                             // per tree joint: H_k p_k (after velocities())
-  std::vector<Vec> rate_load_p_, rate_load_c_;      // per model joint: Jdot' sigma of loop joints
+  std::vector<Vec> rate_load_p_, rate_load_c_;      // per loop-closing joint: its Jdot' sigma
   std::span<Point> handles_of(int b);
 };
 

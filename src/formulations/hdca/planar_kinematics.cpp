@@ -58,20 +58,21 @@ PlanarKinematics<S>::PlanarKinematics(const Model& model, const Topology& topolo
       sides_(model.joints.size()),
       tree_index_(model.joints.size(), -1),
       loop_joints_(topology.loop_joints()),
+      loop_slot_(jc::loop_slots(model.joint_count(), loop_joints_)),
       tree_geometry_(joints_.tree().size()),
-      loop_geometry_(model.joints.size()),
+      loop_geometry_(loop_joints_.size()),
       z_(model.bodies.size()),
       mass_(model.bodies.size()),
       J_(model.bodies.size()),
       r_(model.bodies.size(), Point::Zero()),
       tree_point_(joints_.tree().size(), Point::Zero()),
-      loop_point_(model.joints.size(), Point::Zero()),
+      loop_point_(loop_joints_.size(), Point::Zero()),
       theta_(model.bodies.size(), S(0)),
       inverse_inertia_(model.bodies.size()),
       H_(joints_.tree().size()),
       D_(joints_.tree().size()),
       Hdot_(joints_.tree().size()),
-      loop_rows_(model.joints.size()),
+      loop_rows_(loop_joints_.size()),
       applied_(model.bodies.size(), Vec::Zero()),
       V_(model.bodies.size(), Vec::Zero()),
       bodies_(initial_state(model)),
@@ -108,9 +109,9 @@ PlanarKinematics<S>::PlanarKinematics(const Model& model, const Topology& topolo
   }
   for (int j : loop_joints_) {
     const Joint& joint = model.joints[static_cast<std::size_t>(j)];
-    loop_geometry_[static_cast<std::size_t>(j)] = {joint.parent_frame.origin.head<2>().cast<S>(), joint.child_frame.origin.head<2>().cast<S>()};
+    loop_geometry_[slot(j)] = {joint.parent_frame.origin.head<2>().cast<S>(), joint.child_frame.origin.head<2>().cast<S>()};
     sides_[static_cast<std::size_t>(j)] = {joint.parent, joint.child, 2};
-    Rows& rows = loop_rows_[static_cast<std::size_t>(j)];
+    Rows& rows = loop_rows_[slot(j)];
     rows.reset(2);
     rows.G_c(0, 0) = rows.G_c(1, 1) = S(1);  // the velocity of the child's frame origin o ...
     rows.G_p(0, 0) = rows.G_p(1, 1) = S(-1);  // ... minus the parent's at o (plus Omega Phi w_P)
@@ -143,12 +144,12 @@ void PlanarKinematics<S>::place(const Eigen::Ref<const Eigen::VectorXd>& q) {
   }
   for (int j : loop_joints_) {  // Phi = o_C - o_P;  G_p = [-I, Omega Phi] (see the header)
     const Joint& joint = model_.joints[static_cast<std::size_t>(j)];
-    const LoopGeometry& g = loop_geometry_[static_cast<std::size_t>(j)];
+    const LoopGeometry& g = loop_geometry_[slot(j)];
     const int c = joint.child, p = joint.parent;
     const Point o_C = r_[static_cast<std::size_t>(c)] + rotate(theta_[static_cast<std::size_t>(c)], g.s_C);
     const Point o_P = p == kGround ? g.s_P : Point(r_[static_cast<std::size_t>(p)] + rotate(theta_[static_cast<std::size_t>(p)], g.s_P));
-    loop_point_[static_cast<std::size_t>(j)] = o_C;
-    loop_rows_[static_cast<std::size_t>(j)].G_p.template block<2, 1>(0, 2) = p == kGround ? Point::Zero() : G::turn(S(1), o_C - o_P);
+    loop_point_[slot(j)] = o_C;
+    loop_rows_[slot(j)].G_p.template block<2, 1>(0, 2) = p == kGround ? Point::Zero() : G::turn(S(1), o_C - o_P);
   }
 }
 
@@ -177,7 +178,7 @@ template <class S>
 void PlanarKinematics<S>::loop_rate_loads(int j, const Vec& sigma, Vec& on_parent, Vec& on_child) const {
   // Jdot_C' sigma = [0; 0; -w_C (R_C s_C) . sigma],  Jdot_P' sigma = [0; 0; w_P (R_P s_P) . sigma]
   const Joint& joint = model_.joints[static_cast<std::size_t>(j)];
-  const LoopGeometry& g = loop_geometry_[static_cast<std::size_t>(j)];
+  const LoopGeometry& g = loop_geometry_[slot(j)];
   const auto c = static_cast<std::size_t>(joint.child);
   on_child = Vec(S(0), S(0), -V_[c].z() * rotate(theta_[c], g.s_C).dot(sigma.template head<2>()));
   on_parent = Vec::Zero();

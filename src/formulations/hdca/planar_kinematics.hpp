@@ -50,8 +50,8 @@ class PlanarKinematics {
   const Point& tree_point(int k) const { return tree_point_[static_cast<std::size_t>(k)]; }
   const Subspace& H(int k) const { return H_[static_cast<std::size_t>(k)]; }
   const Subspace& D(int k) const { return D_[static_cast<std::size_t>(k)]; }
-  const Point& loop_point(int j) const { return loop_point_[static_cast<std::size_t>(j)]; }
-  const Rows& loop_rows(int j) const { return loop_rows_[static_cast<std::size_t>(j)]; }
+  const Point& loop_point(int j) const { return loop_point_[slot(j)]; }
+  const Rows& loop_rows(int j) const { return loop_rows_[slot(j)]; }
 
   void move(double t, std::span<const Vec> V);
   const Subspace& Hdot(int k) const { return Hdot_[static_cast<std::size_t>(k)]; }
@@ -86,8 +86,10 @@ class PlanarKinematics {
   AppliedLoads loads_;
   std::vector<dc::JointSides> sides_;
   std::vector<int> tree_index_, loop_joints_;
+  std::vector<int> loop_slot_;  // per model joint: its place in loop_joints_ (and in loop_geometry_, loop_point_, loop_rows_)
+  std::size_t slot(int j) const { return static_cast<std::size_t>(loop_slot_[static_cast<std::size_t>(j)]); }
   std::vector<TreeGeometry> tree_geometry_;
-  std::vector<LoopGeometry> loop_geometry_;  // per model joint
+  std::vector<LoopGeometry> loop_geometry_;  // per loop-closing joint
   std::vector<double> z_;                    // each body's constant height
   std::vector<S> mass_, J_;
   std::vector<Point> r_, tree_point_, loop_point_;

@@ -9,13 +9,14 @@ SpatialKinematics<S>::SpatialKinematics(const Model& model, const Topology& topo
       layout_(jc::make_layout(model, joints_)),
       loads_(model, external),
       loop_joints_(topology.loop_joints()),
+      loop_slot_(jc::loop_slots(model.joint_count(), loop_joints_)),
       bodies_(initial_state(model)),
-      blocks_(model.joints.size()),
+      blocks_(loop_joints_.size()),
       wrenches_(model.bodies.size()),
       inertia_inverse_(model.bodies.size()),
-      loop_point_(model.joints.size(), Point::Zero()),
+      loop_point_(loop_joints_.size(), Point::Zero()),
       inverse_inertia_(model.bodies.size()),
-      loop_rows_(model.joints.size()) {
+      loop_rows_(loop_joints_.size()) {
   if constexpr (!kDouble) {
     com_.resize(model.bodies.size());
     tree_point_.resize(joints_.tree().size());
@@ -48,17 +49,17 @@ void SpatialKinematics<S>::place(const Eigen::Ref<const Eigen::VectorXd>& q) {
     const Joint& joint = model_.joints[static_cast<std::size_t>(j)];
     const BodyState& P = state_of(bodies_, joint.parent);
     const BodyState& C = state_of(bodies_, joint.child);
-    ConstraintBlock& block = blocks_[static_cast<std::size_t>(j)];
+    ConstraintBlock& block = blocks_[slot(j)];
     joint_constraint(joint, P, C, block);
     const Vec3 point = C.r + C.q * joint.child_frame.origin;
     jc::Rows6 rows;
     jc::loop_rows(block, point, P, C, -block.phi_t, /*acceleration=*/false, rows);
-    Rows& out = loop_rows_[static_cast<std::size_t>(j)];
+    Rows& out = loop_rows_[slot(j)];
     out.rows = rows.rows;
     out.G_p = rows.G_p.cast<S>();
     out.G_c = rows.G_c.cast<S>();
     out.r = rows.r.cast<S>();
-    loop_point_[static_cast<std::size_t>(j)] = point.cast<S>();
+    loop_point_[slot(j)] = point.cast<S>();
   }
 }
 
@@ -76,13 +77,13 @@ void SpatialKinematics<S>::move(double t, std::span<const Vec> V) {
   }
   for (int j : loop_joints_) {
     const Joint& joint = model_.joints[static_cast<std::size_t>(j)];
-    joint_constraint(joint, state_of(bodies_, joint.parent), state_of(bodies_, joint.child), blocks_[static_cast<std::size_t>(j)]);
+    joint_constraint(joint, state_of(bodies_, joint.parent), state_of(bodies_, joint.child), blocks_[slot(j)]);
   }
 }
 
 template <class S>
 void SpatialKinematics<S>::loop_rate_loads(int j, const Vec& sigma, Vec& on_parent, Vec& on_child) const {
-  const ConstraintBlock& block = blocks_[static_cast<std::size_t>(j)];
+  const ConstraintBlock& block = blocks_[slot(j)];
   const int n = block.size();
   const ConstraintVector s = sigma.head(n).template cast<double>();
   on_parent = (block.Jdot_P.transpose() * s).cast<S>();

@@ -60,9 +60,9 @@ class SpatialKinematics {
     if constexpr (kDouble) return motion_[static_cast<std::size_t>(k)].D;
     else return D_[static_cast<std::size_t>(k)];
   }
-  const Point& loop_point(int j) const { return loop_point_[static_cast<std::size_t>(j)]; }
+  const Point& loop_point(int j) const { return loop_point_[slot(j)]; }
   /// A loop-closing joint's velocity constraint G_p V_p(o) + G_c V_c(o) = -Phi_t at its handle o.
-  const Rows& loop_rows(int j) const { return loop_rows_[static_cast<std::size_t>(j)]; }
+  const Rows& loop_rows(int j) const { return loop_rows_[slot(j)]; }
 
   /// The bodies' twists at their centres of mass, at time t: rates and loads.
   void move(double t, std::span<const Vec> V);
@@ -97,8 +97,10 @@ class SpatialKinematics {
   AppliedLoads loads_;
   std::vector<int> loop_joints_;
   SystemState bodies_;
+  std::vector<int> loop_slot_;  // per model joint: its place in loop_joints_ (and in blocks_, loop_point_, loop_rows_)
+  std::size_t slot(int j) const { return static_cast<std::size_t>(loop_slot_[static_cast<std::size_t>(j)]); }
   std::vector<JointMotion> motion_;
-  std::vector<ConstraintBlock> blocks_;  // per model joint; loop-closing ones only
+  std::vector<ConstraintBlock> blocks_;  // per loop-closing joint
   std::vector<Vec6> wrenches_;
   std::vector<Mat3> inertia_inverse_;  // body frame
   std::vector<Point> loop_point_;
