@@ -41,6 +41,9 @@ namespace treedyn {
 
 /// Up to six columns of a 6-D subspace (no heap allocation).
 using SubspaceMatrix = Eigen::Matrix<double, 6, Eigen::Dynamic, 0, 6, 6>;
+/// Columns of a 6-D subspace written in place (a SubspaceMatrix, or columns of a 6 x 6 matrix).
+using SubspaceRef = Eigen::Ref<Eigen::Matrix<double, 6, Eigen::Dynamic>>;
+using ConstSubspaceRef = Eigen::Ref<const Eigen::Matrix<double, 6, Eigen::Dynamic>>;
 
 /// H x over the first nv columns of a subspace H (any scalar; 6 or 3 rows), and H' V written
 /// to out(0..nv-1): column by column, in fixed size. Eigen's products with the dynamic column
@@ -64,14 +67,24 @@ struct TreeJoint {
   Frame parent_frame, child_frame;  // the tree joint's frames on its parent and child
   int q_offset = 0, nq = 0, v_offset = 0, nv = 0;
   unsigned child_axes = 0;          // bit c set: column c of H is fixed in the child (else in the parent)
+  // The frame's rotation is not exactly the identity (when it is, place() skips multiplying by it:
+  // the same numbers, as x * 1 + y * 0 + z * 0 is x).
+  bool parent_turned = true, child_turned = true;
+  bool unit_constraints = false;    // D = [I; 0] at every state (spherical, fixed joints)
 };
 
 /// A tree joint at the current state.
 struct JointMotion {
   Vec3 point = Vec3::Zero();  // o: the joint point, global
-  SubspaceMatrix H, D;        // motion and constraint subspaces, global, at o
+  /// [H D]: the motion subspace H (the first nv columns) and the constraint subspace D (the other
+  /// 6 - nv), global, at o. D' H = 0 and both are orthonormal (paper 001, Eqs. 10-11), so they
+  /// share one 6 x 6 matrix (two matrices of up to six columns each took 0.3 KB more a joint).
+  Mat6 HD = Mat6::Zero();
+  int nv = 0;
   SubspaceMatrix Hdot;        // rate of H (after move() or subspace_rates())
   Vec6 kappa = Vec6::Zero();  // relative acceleration bias (after move())
+  auto H() const { return HD.leftCols(nv); }
+  auto D() const { return HD.rightCols(6 - nv); }
 };
 
 /// Refers to its model, which must outlive it (it copies what it needs of the topology).

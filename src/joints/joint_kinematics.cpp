@@ -56,8 +56,7 @@ void coordinates_of(JointType type, const Mat3& R, const Vec3& p, double* q) {
 }
 
 /// Motion subspace: unit columns, each an axis of the parent frame (Fp) or of the child frame (Fc).
-void motion_subspace(JointType type, const Mat3& Fp, const Mat3& Fc, SubspaceMatrix& H) {
-  H.resize(6, joint_nv(type));
+void motion_subspace(JointType type, const Mat3& Fp, const Mat3& Fc, SubspaceRef H) {
   H.setZero();
   int col = 0;
   auto angular = [&](const Vec3& axis) { H.block<3, 1>(3, col++) = axis; };
@@ -92,8 +91,7 @@ unsigned child_axes(JointType type) {
 /// the global axes rather than the parent frame's: any orthonormal basis of the subspace serves,
 /// and this one makes D = [I; 0], whose rows the divide-and-conquer kernels apply without
 /// multiplying (dc::JointRows::unit_rows).
-void constraint_subspace(JointType type, const Mat3& Fp, const Mat3& Fc, SubspaceMatrix& D) {
-  D.resize(6, 6 - joint_nv(type));
+void constraint_subspace(JointType type, const Mat3& Fp, const Mat3& Fc, SubspaceRef D) {
   D.setZero();
   int col = 0;
   auto linear = [&](const Vec3& a) { D.block<3, 1>(0, col++) = a; };
@@ -106,7 +104,7 @@ void constraint_subspace(JointType type, const Mat3& Fp, const Mat3& Fc, Subspac
       linear(Fp.col(0)); linear(Fp.col(1)); linear(Fp.col(2));
       angular(Fp.col(2).cross(Fc.col(0)).normalized());
       break;
-    case JointType::Spherical: D.topRows<3>().setIdentity(); break;
+    case JointType::Spherical: D.topRows<3>().setIdentity(); break;  // unit_constraint_subspace()
     case JointType::Planar: linear(Fp.col(2)); angular(Fp.col(0)); angular(Fp.col(1)); break;
     case JointType::Fixed: D.setIdentity(); break;
     case JointType::Free: break;

@@ -29,13 +29,21 @@ void coordinates_of(JointType type, const Mat3& R, const Vec3& p, double* q);
 
 /// Motion subspace H (6 x dof, [linear; angular], global): unit columns, each an axis of the
 /// parent frame Fp or of the child frame Fc (global axes as columns); see child_axes().
-void motion_subspace(JointType type, const Mat3& Fp, const Mat3& Fc, SubspaceMatrix& H);
+void motion_subspace(JointType type, const Mat3& Fp, const Mat3& Fc, SubspaceRef H);  // H: 6 x dof
+inline void motion_subspace(JointType type, const Mat3& Fp, const Mat3& Fc, SubspaceMatrix& H) {  // sizes H
+  H.resize(6, joint_nv(type));
+  motion_subspace(type, Fp, Fc, SubspaceRef(H));
+}
 
 /// Which columns of motion_subspace() are child-frame axes (bit c for column c).
 unsigned child_axes(JointType type);
 
 /// Constraint subspace D (6 x (6 - dof)): orthonormal, D' H = 0.
-void constraint_subspace(JointType type, const Mat3& Fp, const Mat3& Fc, SubspaceMatrix& D);
+void constraint_subspace(JointType type, const Mat3& Fp, const Mat3& Fc, SubspaceRef D);  // D: 6 x (6 - dof)
+
+/// True where constraint_subspace() is [I; 0] at every state (spherical: the global translations;
+/// fixed: I).
+inline bool unit_constraint_subspace(JointType type) { return type == JointType::Spherical || type == JointType::Fixed; }
 
 /// The rotation that turns a universal joint's frames so that its second axis (x) becomes z and
 /// its first (z) becomes x: used when the joint is reversed.

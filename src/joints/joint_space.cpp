@@ -13,7 +13,7 @@ namespace {
 using namespace joint_kinematics;
 
 /// Hdot: each column turns with the angular velocity of the body it is fixed in.
-void subspace_rate(const TreeJoint& t, const SubspaceMatrix& H, const Vec3& wP, const Vec3& wC, SubspaceMatrix& Hdot) {
+void subspace_rate(const TreeJoint& t, const ConstSubspaceRef& H, const Vec3& wP, const Vec3& wC, SubspaceMatrix& Hdot) {
   Hdot.resize(6, H.cols());
   for (Eigen::Index c = 0; c < H.cols(); ++c) {
     const Vec3& w = (t.child_axes >> c) & 1u ? wC : wP;
@@ -38,6 +38,9 @@ JointSpace::JointSpace(const Model& model, const Topology& topology)
     t.nq = joint_nq(t.type);
     t.nv = joint_nv(t.type);
     t.child_axes = child_axes(t.type);
+    t.parent_turned = t.parent_frame.rotation != Mat3::Identity();
+    t.child_turned = t.child_frame.rotation != Mat3::Identity();
+    t.unit_constraints = unit_constraint_subspace(t.type);
     t.q_offset = nq_;
     t.v_offset = nv_;
     nq_ += t.nq;
@@ -122,19 +125,21 @@ void JointSpace::place(const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& 
     const TreeJoint& t = tree_[k];
     const BodyState& P = state_of(bodies, t.parent);
     BodyState& C = bodies[static_cast<std::size_t>(t.child)];
-    const FramePose fp = frame_pose(P, t.parent_frame);
+    const Mat3 A_P = P.q.toRotationMatrix();
+    const Mat3 Fp = t.parent_turned ? Mat3(A_P * t.parent_frame.rotation) : A_P;  // frame_pose(P, parent_frame)
     Mat3 R;
     Vec3 p;
     relative_transform(t.type, q.data() + t.q_offset, R, p);
-    const Mat3 Fc = fp.R * R;
-    const Vec3 o = fp.o + fp.R * p;
-    const Mat3 A_C = Fc * t.child_frame.rotation.transpose();
+    const Mat3 Fc = Fp * R;
+    const Vec3 o = P.r + A_P * t.parent_frame.origin + Fp * p;
+    const Mat3 A_C = t.child_turned ? Mat3(Fc * t.child_frame.rotation.transpose()) : Fc;
     C.q = Quat(A_C).normalized();
     C.r = o - A_C * t.child_frame.origin;
     JointMotion& m = motion[k];
     m.point = o;
-    motion_subspace(t.type, fp.R, Fc, m.H);
-    constraint_subspace(t.type, fp.R, Fc, m.D);
+    m.nv = t.nv;
+    motion_subspace(t.type, Fp, Fc, m.HD.leftCols(t.nv));
+    constraint_subspace(t.type, Fp, Fc, m.HD.rightCols(6 - t.nv));
   }
 }
 
@@ -145,10 +150,10 @@ void JointSpace::move(const Eigen::Ref<const Eigen::VectorXd>& v, SystemState& b
     BodyState& C = bodies[static_cast<std::size_t>(t.child)];
     JointMotion& m = motion[k];
     const auto vj = v.segment(t.v_offset, t.nv);
-    const Vec6 Hv = subspace_times<Vec6>(m.H, t.nv, vj);
+    const Vec6 Hv = subspace_times<Vec6>(m.HD, t.nv, vj);
     C.w = P.w + Hv.tail<3>();
     C.v = P.v + P.w.cross(m.point - P.r) + Hv.head<3>() + C.w.cross(C.r - m.point);
-    subspace_rate(t, m.H, P.w, C.w, m.Hdot);
+    subspace_rate(t, m.H(), P.w, C.w, m.Hdot);
     m.kappa = subspace_times<Vec6>(m.Hdot, t.nv, vj);
     m.kappa.head<3>() += P.w.cross(Hv.head<3>());
   }
@@ -157,7 +162,7 @@ void JointSpace::move(const Eigen::Ref<const Eigen::VectorXd>& v, SystemState& b
 void JointSpace::subspace_rates(const SystemState& bodies, std::vector<JointMotion>& motion) const {
   for (std::size_t k = 0; k < tree_.size(); ++k) {
     const TreeJoint& t = tree_[k];
-    subspace_rate(t, motion[k].H, state_of(bodies, t.parent).w, state_of(bodies, t.child).w, motion[k].Hdot);
+    subspace_rate(t, motion[k].H(), state_of(bodies, t.parent).w, state_of(bodies, t.child).w, motion[k].Hdot);
   }
 }
 

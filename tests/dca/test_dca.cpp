@@ -120,6 +120,38 @@ TEST(Dca, BodyMobilityInRowsIsTheRowsTimesTheArmsTimesTheInverseMass) {
 
 // Positions over 5 s at rtol = atol = 1e-10 (both formulations integrate to that tolerance; the
 // bound allows the trajectories' sensitivity to amplify it).
+// A spherical joint's rows (TreeJoint::unit_constraints) are kept from pass to pass and its r is
+// the head of the bias without reading D: the same rows and r as D' and D' bias multiplied out,
+// pass after pass with a new bias, and as a joint whose D is not unit (a revolute joint's) gets.
+TEST(Dca, TreeRowsOfAUnitJointAreItsSubspaceTimesTheBiasPassAfterPass) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  const Mat3 Fp = Eigen::Quaterniond::UnitRandom().toRotationMatrix();
+  for (JointType type : {JointType::Spherical, JointType::Revolute}) {
+    TreeJoint t;
+    t.type = type;
+    t.unit_constraints = type == JointType::Spherical;
+    JointMotion m;
+    m.nv = joint_dof(type);
+    Eigen::MatrixXd D = Eigen::MatrixXd::Zero(6, 6 - m.nv);
+    if (type == JointType::Spherical) D.topRows<3>().setIdentity();
+    else D << Fp.col(0), Fp.col(1), Fp.col(2), Vec3::Zero(), Vec3::Zero(), Vec3::Zero(), Vec3::Zero(), Fp.col(0), Fp.col(1);
+    m.HD.rightCols(6 - m.nv) = D;
+    jc::Rows6 rows;
+    for (int pass = 0; pass < 3; ++pass) {
+      const Vec6 bias = Vec6::NullaryExpr([&] { return u(rng); });
+      jc::tree_rows(t, m, bias, rows);
+      const auto n = D.cols();
+      ASSERT_EQ(rows.rows, n);
+      EXPECT_EQ(rows.unit_rows, type == JointType::Spherical);
+      EXPECT_EQ(Eigen::MatrixXd(rows.G_c.topRows(n)), Eigen::MatrixXd(D.transpose())) << pass;
+      EXPECT_EQ(Eigen::MatrixXd(rows.G_p.topRows(n)), Eigen::MatrixXd(-D.transpose())) << pass;
+      EXPECT_LE((rows.r.head(n) - D.transpose() * bias).cwiseAbs().maxCoeff(), 1e-15) << pass;
+      EXPECT_TRUE(rows.r.tail(6 - n).isZero(0.0)) << pass;
+    }
+  }
+}
+
 TEST(Dca, MatchesReferenceOnTheSpatialDoublePendulum) {
   expect_agrees_with_reference(read_model_file(test::model_path("spatial_double_pendulum")), 5.0, 1e-10, 1e-6);
 }

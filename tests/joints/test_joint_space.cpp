@@ -79,12 +79,14 @@ TEST(JointSpace, MotionAndConstraintSubspacesAreOrthonormalComplements) {
   SystemState s = initial_state(m);
   std::vector<JointMotion> motion;
   js.forward_kinematics(random_coordinates(js, rng), random_vector(js.nv(), rng), s, motion);
-  for (const JointMotion& jm : motion) {
-    EXPECT_EQ(jm.H.cols() + jm.D.cols(), 6);
-    const Eigen::MatrixXd HtH = jm.H.transpose() * jm.H, DtD = jm.D.transpose() * jm.D;
+  ASSERT_EQ(motion.size(), js.tree().size());
+  for (std::size_t k = 0; k < motion.size(); ++k) {
+    const JointMotion& jm = motion[k];
+    EXPECT_EQ(jm.nv, js.tree()[k].nv);  // H has the joint's degrees of freedom, D the rest of [H D]
+    const Eigen::MatrixXd HtH = jm.H().transpose() * jm.H(), DtD = jm.D().transpose() * jm.D();
     EXPECT_LT((HtH - Eigen::MatrixXd::Identity(HtH.rows(), HtH.cols())).norm(), 1e-14);
     EXPECT_LT((DtD - Eigen::MatrixXd::Identity(DtD.rows(), DtD.cols())).norm(), 1e-14);
-    EXPECT_LT((jm.D.transpose() * jm.H).norm(), 1e-14);  // paper 001, Eq. (11)
+    EXPECT_LT((jm.D().transpose() * jm.H()).norm(), 1e-14);  // paper 001, Eq. (11)
   }
 }
 
@@ -130,7 +132,7 @@ TEST(JointSpace, RelativeAccelerationIsHvdotPlusKappa) {
       a << b.a + b.alpha.cross(l) + b.w.cross(b.w.cross(l)), b.alpha;
       return a;
     };
-    const Vec6 expected = jm.H * vdot.segment(t.v_offset, t.nv) + jm.kappa;
+    const Vec6 expected = jm.H() * vdot.segment(t.v_offset, t.nv) + jm.kappa;
     EXPECT_LT((A(t.child) - A(t.parent) - expected).cwiseAbs().maxCoeff(), 1e-6) << "tree joint " << k;
   }
 }
@@ -178,8 +180,8 @@ TEST(JointSpace, SubspaceRateMatchesFiniteDifferencesOfH) {
   for (JointMotion& jm : again) jm.Hdot.setZero();
   js.subspace_rates(s0, again);
   for (std::size_t k = 0; k < m0.size(); ++k) {
-    if (m0[k].H.cols() == 0) continue;  // fixed joint
-    const Eigen::MatrixXd fd = (mp[k].H - mm[k].H) / (2 * h);
+    if (m0[k].H().cols() == 0) continue;  // fixed joint
+    const Eigen::MatrixXd fd = (mp[k].H() - mm[k].H()) / (2 * h);
     EXPECT_LT((fd - m0[k].Hdot).cwiseAbs().maxCoeff(), 1e-8) << "tree joint " << k;
     EXPECT_EQ(again[k].Hdot, m0[k].Hdot) << "tree joint " << k;
   }

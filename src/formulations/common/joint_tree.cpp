@@ -140,10 +140,14 @@ TREEDYN_MOBILITY_ROWS(double, 3)
 TREEDYN_MOBILITY_ROWS(float, 3)
 #undef TREEDYN_MOBILITY_ROWS
 
-void tree_rows(const JointMotion& motion, const Vec6& bias, Rows6& rows) {
-  const int n = static_cast<int>(motion.D.cols());
-  rows.set_tree_rows(motion.D);
-  subspace_project(motion.D, n, bias, rows.r);
+void tree_rows(const TreeJoint& joint, const JointMotion& motion, const Vec6& bias, Rows6& rows) {
+  const int n = 6 - motion.nv;
+  if (joint.unit_constraints && rows.unit_rows && rows.rows == n) {  // D' bias = bias.head(n); the rest of r stays zero
+    for (int i = 0; i < n; ++i) rows.r(i) = bias(i);
+    return;
+  }
+  rows.set_tree_rows(motion.D());
+  subspace_project(motion.D(), n, bias, rows.r);
 }
 
 void loop_rows(const ConstraintBlock& block, const Vec3& point, const BodyState& P, const BodyState& C,

@@ -48,8 +48,9 @@ void mobility_rows(S inverse_mass, const AngularInverse<S, Dim>& J_inverse, std:
                    const std::vector<dc::JointRows<S, Dim>>& rows, typename dc::HandleTree<S, Dim>::Node& leaf);
 
 /// Tree joint in D form: G_c = D', G_p = -D', r = D' bias (bias = kappa for accelerations, 0 for
-/// velocities).
-void tree_rows(const JointMotion& motion, const Vec6& bias, Rows6& rows);
+/// velocities). A joint whose D is [I; 0] by construction (TreeJoint::unit_constraints) keeps the
+/// unit rows it has from the pass before, and its r is the head of the bias, without reading D.
+void tree_rows(const TreeJoint& joint, const JointMotion& motion, const Vec6& bias, Rows6& rows);
 
 /// Loop-closing joint: its absolute constraint rows J_P V_P + J_C V_C (centre-of-mass twists)
 /// moved to the handle point o: G = J S(-l)'. `rhs` is the right-hand side in centre-of-mass

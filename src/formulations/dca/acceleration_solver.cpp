@@ -78,7 +78,7 @@ void AccelerationSolver::joint_rows(int j) {
   Rows6& rows = rows_[static_cast<std::size_t>(j)];
   if (k >= 0) {
     const JointMotion& m = motion_[static_cast<std::size_t>(k)];
-    tree_rows(m, m.kappa, rows);
+    tree_rows(joints_.tree()[static_cast<std::size_t>(k)], m, m.kappa, rows);
     return;
   }
   const Joint& joint = model_.joints[static_cast<std::size_t>(j)];
@@ -146,7 +146,7 @@ void AccelerationSolver::joint_acceleration(int k) {
     A << s.a + s.alpha.cross(l) + s.w.cross(s.w.cross(l)), s.alpha;
     return A;
   };
-  subspace_project(m.H, t.nv, Vec6(at_point(t.child) - at_point(t.parent) - m.kappa), vdot_.segment(t.v_offset, t.nv));
+  subspace_project(m.HD, t.nv, Vec6(at_point(t.child) - at_point(t.parent) - m.kappa), vdot_.segment(t.v_offset, t.nv));
 }
 
 void AccelerationSolver::reactions(std::vector<JointReaction>& out) const {

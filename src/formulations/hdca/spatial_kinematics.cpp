@@ -42,8 +42,8 @@ void SpatialKinematics<S>::place(const Eigen::Ref<const Eigen::VectorXd>& q) {
   if constexpr (!kDouble)
     for (std::size_t k = 0; k < motion_.size(); ++k) {
       tree_point_[k] = motion_[k].point.cast<S>();
-      H_[k] = motion_[k].H.cast<S>();
-      D_[k] = motion_[k].D.cast<S>();
+      H_[k] = motion_[k].H().cast<S>();
+      D_[k] = motion_[k].D().cast<S>();
     }
   for (int j : loop_joints_) {  // velocity level: J V = -Phi_t, at the child's joint-frame origin
     const Joint& joint = model_.joints[static_cast<std::size_t>(j)];

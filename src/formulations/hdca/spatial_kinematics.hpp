@@ -52,12 +52,13 @@ class SpatialKinematics {
     if constexpr (kDouble) return motion_[static_cast<std::size_t>(k)].point;
     else return tree_point_[static_cast<std::size_t>(k)];
   }
-  const Subspace& H(int k) const {
-    if constexpr (kDouble) return motion_[static_cast<std::size_t>(k)].H;
+  // In double a block of the joint's [H D] (JointMotion), in float a matrix of its own.
+  decltype(auto) H(int k) const {
+    if constexpr (kDouble) return motion_[static_cast<std::size_t>(k)].H();
     else return H_[static_cast<std::size_t>(k)];
   }
-  const Subspace& D(int k) const {
-    if constexpr (kDouble) return motion_[static_cast<std::size_t>(k)].D;
+  decltype(auto) D(int k) const {
+    if constexpr (kDouble) return motion_[static_cast<std::size_t>(k)].D();
     else return D_[static_cast<std::size_t>(k)];
   }
   const Point& loop_point(int j) const { return loop_point_[slot(j)]; }
@@ -96,9 +97,9 @@ class SpatialKinematics {
   jc::JointLayout layout_;
   AppliedLoads loads_;
   std::vector<int> loop_joints_;
-  SystemState bodies_;
   std::vector<int> loop_slot_;  // per model joint: its place in loop_joints_ (and in blocks_, loop_point_, loop_rows_)
   std::size_t slot(int j) const { return static_cast<std::size_t>(loop_slot_[static_cast<std::size_t>(j)]); }
+  SystemState bodies_;
   std::vector<JointMotion> motion_;
   std::vector<ConstraintBlock> blocks_;  // per loop-closing joint
   std::vector<Vec6> wrenches_;
