@@ -16,6 +16,7 @@
 // says which item is not.
 #pragma once
 
+#include <cassert>
 #include <span>
 #include <vector>
 
@@ -87,7 +88,10 @@ class PlanarKinematics {
   std::vector<dc::JointSides> sides_;
   std::vector<int> tree_index_, loop_joints_;
   std::vector<int> loop_slot_;  // per model joint: its place in loop_joints_ (and in loop_geometry_, loop_point_, loop_rows_)
-  std::size_t slot(int j) const { return static_cast<std::size_t>(loop_slot_[static_cast<std::size_t>(j)]); }
+  std::size_t slot(int j) const {  // a loop-closing joint's (a tree joint has none: -1)
+    assert(loop_slot_[static_cast<std::size_t>(j)] >= 0);
+    return static_cast<std::size_t>(loop_slot_[static_cast<std::size_t>(j)]);
+  }
   std::vector<TreeGeometry> tree_geometry_;
   std::vector<LoopGeometry> loop_geometry_;  // per loop-closing joint
   std::vector<double> z_;                    // each body's constant height

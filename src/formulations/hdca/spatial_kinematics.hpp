@@ -9,6 +9,7 @@
 // load, and each loop joint's Jdot' sigma. PlanarKinematics offers the same in the plane.
 #pragma once
 
+#include <cassert>
 #include <span>
 #include <type_traits>
 #include <vector>
@@ -98,7 +99,10 @@ class SpatialKinematics {
   AppliedLoads loads_;
   std::vector<int> loop_joints_;
   std::vector<int> loop_slot_;  // per model joint: its place in loop_joints_ (and in blocks_, loop_point_, loop_rows_)
-  std::size_t slot(int j) const { return static_cast<std::size_t>(loop_slot_[static_cast<std::size_t>(j)]); }
+  std::size_t slot(int j) const {  // a loop-closing joint's (a tree joint has none: -1)
+    assert(loop_slot_[static_cast<std::size_t>(j)] >= 0);
+    return static_cast<std::size_t>(loop_slot_[static_cast<std::size_t>(j)]);
+  }
   SystemState bodies_;
   std::vector<JointMotion> motion_;
   std::vector<ConstraintBlock> blocks_;  // per loop-closing joint
