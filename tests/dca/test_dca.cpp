@@ -135,7 +135,8 @@ TEST(Dca, TreeRowsOfAUnitJointAreItsSubspaceTimesTheBiasPassAfterPass) {
     m.nv = joint_dof(type);
     Eigen::MatrixXd D = Eigen::MatrixXd::Zero(6, 6 - m.nv);
     if (type == JointType::Spherical) D.topRows<3>().setIdentity();
-    else D << Fp.col(0), Fp.col(1), Fp.col(2), Vec3::Zero(), Vec3::Zero(), Vec3::Zero(), Vec3::Zero(), Fp.col(0), Fp.col(1);
+    else D << Fp.col(0), Fp.col(1), Fp.col(2), Vec3::Zero(), Vec3::Zero(),  // a revolute joint's (constraint_subspace)
+              Vec3::Zero(), Vec3::Zero(), Vec3::Zero(), Fp.col(0), Fp.col(1);
     m.HD.rightCols(6 - m.nv) = D;
     jc::Rows6 rows;
     for (int pass = 0; pass < 3; ++pass) {
