@@ -6,22 +6,12 @@
 
 namespace treedyn::jc {
 
-AccelerationSolver::AccelerationSolver(const Model& model, const ExternalLoads* external, const Threading& threading,
-                                       double baumgarte_alpha, double baumgarte_beta)
-    : AccelerationSolver(model, std::make_unique<Owned>(model, threading.threads), nullptr, nullptr, external, threading,
-                         baumgarte_alpha, baumgarte_beta) {}
-
 AccelerationSolver::AccelerationSolver(const Model& model, const Topology& topology, const AssemblyTree& tree,
-                                       const ExternalLoads* external, const Threading& threading)
-    : AccelerationSolver(model, nullptr, &topology, &tree, external, threading, 0.0, 0.0) {}
-
-AccelerationSolver::AccelerationSolver(const Model& model, std::unique_ptr<Owned> owned, const Topology* topology,
-                                       const AssemblyTree* tree, const ExternalLoads* external, const Threading& threading,
-                                       double baumgarte_alpha, double baumgarte_beta)
+                                       const ExternalLoads* external, const Threading& threading, double baumgarte_alpha,
+                                       double baumgarte_beta)
     : model_(model),
-      owned_(std::move(owned)),
-      topology_(owned_ ? owned_->topology : *topology),
-      tree_(owned_ ? owned_->tree : *tree),
+      topology_(topology),
+      tree_(tree),
       joints_(model, topology_),
       layout_(make_layout(model, joints_)),
       core_(tree_, layout_.sides),

@@ -5,8 +5,6 @@
 // The equations and symbols are those of include/treedyn/formulations/dca.hpp (steps 1-5 there).
 #pragma once
 
-#include <memory>
-
 #include "../common/joint_tree.hpp"
 #include "treedyn/formulation.hpp"
 #include "treedyn/loads.hpp"
@@ -21,14 +19,10 @@ class AccelerationSolver {
     return StageTimer{"kinematics", "rows", "assemble", "base", "disassemble", "joint_accelerations"};
   }
 
-  /// Refers to `model` and `external` (may be null), which must outlive it; holds its own
-  /// topology and assembly tree.
-  AccelerationSolver(const Model& model, const ExternalLoads* external, const Threading& threading,
-                     double baumgarte_alpha = 0.0, double baumgarte_beta = 0.0);
-  /// The same on the caller's topology and assembly tree of `model` (for `threading.threads`
-  /// threads), which must outlive it too: hdca's reporter shares its engine's.
+  /// Refers to `model`, its `topology` and assembly `tree` (for `threading.threads` threads) and
+  /// `external` (may be null), which must outlive it (hdca's reporter shares its engine's).
   AccelerationSolver(const Model& model, const Topology& topology, const AssemblyTree& tree, const ExternalLoads* external,
-                     const Threading& threading);
+                     const Threading& threading, double baumgarte_alpha = 0.0, double baumgarte_beta = 0.0);
   AccelerationSolver(const AccelerationSolver&) = delete;
   AccelerationSolver& operator=(const AccelerationSolver&) = delete;
 
@@ -60,16 +54,7 @@ class AccelerationSolver {
   void body_acceleration(int b);
   void joint_acceleration(int k);
 
-  struct Owned {  // a topology and tree of its own
-    Topology topology;
-    AssemblyTree tree;
-    Owned(const Model& model, int threads) : topology(model), tree(model, topology, threads) {}
-  };
-  AccelerationSolver(const Model& model, std::unique_ptr<Owned> owned, const Topology* topology, const AssemblyTree* tree,
-                     const ExternalLoads* external, const Threading& threading, double baumgarte_alpha, double baumgarte_beta);
-
   const Model& model_;
-  std::unique_ptr<Owned> owned_;  // null when shared
   const Topology& topology_;
   const AssemblyTree& tree_;
   JointSpace joints_;

@@ -17,7 +17,9 @@ class Dca final : public OdeFormulation {
   Dca(std::shared_ptr<const Model> model_ptr, const DcaOptions& options, std::shared_ptr<const ExternalLoads> external)
       : OdeFormulation(std::move(model_ptr), std::move(external), jc::AccelerationSolver::make_timer()),
         baumgarte_(baumgarte_rates(model(), options)),
-        solver_(model(), external_loads(), options.threading, baumgarte_.first, baumgarte_.second) {
+        topology_(model()),
+        tree_(model(), topology_, options.threading.threads),
+        solver_(model(), topology_, tree_, external_loads(), options.threading, baumgarte_.first, baumgarte_.second) {
     if (!model().drivers.empty())
       throw std::invalid_argument("dca: drivers (prescribed joint motion) are not supported; use reference");
     for (const auto& f : model().frictions)
@@ -88,6 +90,8 @@ class Dca final : public OdeFormulation {
 
   std::pair<double, double> baumgarte_;  // alpha, beta as used
 
+  Topology topology_;
+  AssemblyTree tree_;
   jc::AccelerationSolver solver_;
   Eigen::VectorXd q_, v_;  // scratch of state_of_bodies
 };
