@@ -81,8 +81,9 @@ struct JointMotion {
   /// share one 6 x 6 matrix (two matrices of up to six columns each took 0.3 KB more a joint).
   Mat6 HD = Mat6::Zero();
   int nv = 0;
-  SubspaceMatrix Hdot;        // rate of H (after move() or subspace_rates())
-  Vec6 kappa = Vec6::Zero();  // relative acceleration bias (after move())
+  // Hdot is not held (0.3 KB a joint): move() uses its columns as it makes them, and
+  // JointSpace::subspace_rate() makes it for a formulation that reads it.
+  Vec6 kappa = Vec6::Zero();  // relative acceleration bias Hdot v + [w_P x (H v)_lin; 0] (after move())
   auto H() const { return HD.leftCols(nv); }
   auto D() const { return HD.rightCols(6 - nv); }
 };
@@ -113,12 +114,12 @@ class JointSpace {
   /// Body poses from q, and every tree joint's point, H and D (twists are left as they are).
   void place(const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, std::vector<JointMotion>& motion) const;
 
-  /// Body twists from v on poses set by place(), and every tree joint's Hdot and kappa.
+  /// Body twists from v on poses set by place(), and every tree joint's kappa.
   void move(const Eigen::Ref<const Eigen::VectorXd>& v, SystemState& bodies, std::vector<JointMotion>& motion) const;
 
-  /// Every tree joint's Hdot from the bodies' angular velocities (for formulations that find the
-  /// twists some other way than move()).
-  void subspace_rates(const SystemState& bodies, std::vector<JointMotion>& motion) const;
+  /// Hdot of tree joint k, whose motion is `motion` (its H after place()), from the bodies'
+  /// angular velocities: each column of H turns with the body it is fixed in. Allocates nothing.
+  void subspace_rate(int k, const SystemState& bodies, const JointMotion& motion, SubspaceMatrix& Hdot) const;
 
   /// qdot = G(q) v (quaternion kinematics for spherical and free joints, identity otherwise).
   void position_rate(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,

@@ -12,14 +12,12 @@ namespace {
 
 using namespace joint_kinematics;
 
-/// Hdot: each column turns with the angular velocity of the body it is fixed in.
-void subspace_rate(const TreeJoint& t, const ConstSubspaceRef& H, const Vec3& wP, const Vec3& wC, SubspaceMatrix& Hdot) {
-  Hdot.resize(6, H.cols());
-  for (Eigen::Index c = 0; c < H.cols(); ++c) {
-    const Vec3& w = (t.child_axes >> c) & 1u ? wC : wP;
-    Hdot.block<3, 1>(0, c) = w.cross(H.block<3, 1>(0, c));
-    Hdot.block<3, 1>(3, c) = w.cross(H.block<3, 1>(3, c));
-  }
+/// Column c of Hdot: column c of H turns with the angular velocity of the body it is fixed in.
+Vec6 subspace_rate_column(const TreeJoint& t, const Mat6& HD, int c, const Vec3& wP, const Vec3& wC) {
+  const Vec3& w = (t.child_axes >> c) & 1u ? wC : wP;
+  Vec6 column;
+  column << w.cross(HD.block<3, 1>(0, c)), w.cross(HD.block<3, 1>(3, c));
+  return column;
 }
 
 }  // namespace
@@ -153,17 +151,18 @@ void JointSpace::move(const Eigen::Ref<const Eigen::VectorXd>& v, SystemState& b
     const Vec6 Hv = subspace_times<Vec6>(m.HD, t.nv, vj);
     C.w = P.w + Hv.tail<3>();
     C.v = P.v + P.w.cross(m.point - P.r) + Hv.head<3>() + C.w.cross(C.r - m.point);
-    subspace_rate(t, m.H(), P.w, C.w, m.Hdot);
-    m.kappa = subspace_times<Vec6>(m.Hdot, t.nv, vj);
+    m.kappa.setZero();  // Hdot vj, a column at a time
+    for (int c = 0; c < t.nv; ++c) m.kappa += subspace_rate_column(t, m.HD, c, P.w, C.w) * vj(c);
     m.kappa.head<3>() += P.w.cross(Hv.head<3>());
   }
 }
 
-void JointSpace::subspace_rates(const SystemState& bodies, std::vector<JointMotion>& motion) const {
-  for (std::size_t k = 0; k < tree_.size(); ++k) {
-    const TreeJoint& t = tree_[k];
-    subspace_rate(t, motion[k].H(), state_of(bodies, t.parent).w, state_of(bodies, t.child).w, motion[k].Hdot);
-  }
+void JointSpace::subspace_rate(int k, const SystemState& bodies, const JointMotion& motion, SubspaceMatrix& Hdot) const {
+  const TreeJoint& t = tree_[static_cast<std::size_t>(k)];
+  const Vec3& wP = state_of(bodies, t.parent).w;
+  const Vec3& wC = state_of(bodies, t.child).w;
+  Hdot.resize(6, t.nv);
+  for (int c = 0; c < t.nv; ++c) Hdot.col(c) = subspace_rate_column(t, motion.HD, c, wP, wC);
 }
 
 void JointSpace::position_rate(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,

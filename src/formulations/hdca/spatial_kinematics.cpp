@@ -22,7 +22,6 @@ SpatialKinematics<S>::SpatialKinematics(const Model& model, const Topology& topo
     tree_point_.resize(joints_.tree().size());
     H_.resize(joints_.tree().size());
     D_.resize(joints_.tree().size());
-    Hdot_.resize(joints_.tree().size());
     applied_.assign(model.bodies.size(), Vec::Zero());
   }
   for (std::size_t b = 0; b < model.bodies.size(); ++b) {
@@ -69,10 +68,8 @@ void SpatialKinematics<S>::move(double t, std::span<const Vec> V) {
     bodies_[b].v = V[b].template head<3>().template cast<double>();
     bodies_[b].w = V[b].template tail<3>().template cast<double>();
   }
-  joints_.subspace_rates(bodies_, motion_);
   loads_.evaluate(t, bodies_, wrenches_);
   if constexpr (!kDouble) {
-    for (std::size_t k = 0; k < motion_.size(); ++k) Hdot_[k] = motion_[k].Hdot.cast<S>();
     for (std::size_t b = 0; b < bodies_.size(); ++b) applied_[b] = wrenches_[b].cast<S>();
   }
   for (int j : loop_joints_) {

@@ -5,7 +5,7 @@
 //
 // The engine (hdca_engine.hpp) reads, after place(q): each body's centre of mass and inverse
 // inertia; each tree joint's point o, H and D; each loop joint's handle point and velocity-level
-// rows. After move(t, V) with the bodies' twists: each tree joint's Hdot, each body's applied
+// rows. After move(t, V) with the bodies' twists: each tree joint's Hdot (made on demand), each body's applied
 // load, and each loop joint's Jdot' sigma. PlanarKinematics offers the same in the plane.
 #pragma once
 
@@ -68,9 +68,12 @@ class SpatialKinematics {
 
   /// The bodies' twists at their centres of mass, at time t: rates and loads.
   void move(double t, std::span<const Vec> V);
-  const Subspace& Hdot(int k) const {
-    if constexpr (kDouble) return motion_[static_cast<std::size_t>(k)].Hdot;
-    else return Hdot_[static_cast<std::size_t>(k)];
+  /// Made on each call from the twists of the last move() (no allocation).
+  Subspace Hdot(int k) const {
+    SubspaceMatrix Hdot;
+    joints_.subspace_rate(k, bodies_, motion_[static_cast<std::size_t>(k)], Hdot);
+    if constexpr (kDouble) return Hdot;
+    else return Hdot.cast<S>();
   }
   const Vec& applied(int b) const {
     if constexpr (kDouble) return wrenches_[static_cast<std::size_t>(b)];
@@ -113,7 +116,7 @@ class SpatialKinematics {
   std::vector<Rows> loop_rows_;
   // Float only: the results above rounded to float.
   std::vector<Point> com_, tree_point_;
-  std::vector<Subspace> H_, D_, Hdot_;
+  std::vector<Subspace> H_, D_;
   std::vector<Vec> applied_;
 };
 
