@@ -79,7 +79,7 @@ void Engine<Kin>::accumulate_outboard(std::span<const Vec> w, std::vector<Vec>& 
 template <class Kin>
 void Engine<Kin>::momenta(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
                           Eigen::Ref<Eigen::VectorXd> p) {
-  kin_.place(q);
+  kin_.place(q, parallel_);
   const auto& tree_joints = kin_.joints().tree();
   for (std::size_t k = 0; k < tree_joints.size(); ++k) {  // twists from joint velocities, root to leaves
     const TreeJoint& t = tree_joints[k];
@@ -112,7 +112,7 @@ void Engine<Kin>::velocities(const Eigen::Ref<const Eigen::VectorXd>& q, const E
                              Eigen::Ref<Eigen::VectorXd> v, StageTimer* timer) {
   start(timer);
   p_ = p.template cast<S>();
-  kin_.place(q);
+  kin_.place(q, parallel_);
   parallel_.for_each(static_cast<int>(kin_.joints().tree().size()), [&](int k) { joint_momentum(k); });
   parallel_.for_each(model_.body_count(), [&](int b) { known_momentum(b); });
   mark(timer, 0);

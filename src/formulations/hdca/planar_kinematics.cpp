@@ -119,7 +119,7 @@ PlanarKinematics<S>::PlanarKinematics(const Model& model, const Topology& topolo
 }
 
 template <class S>
-void PlanarKinematics<S>::place(const Eigen::Ref<const Eigen::VectorXd>& q) {
+void PlanarKinematics<S>::place(const Eigen::Ref<const Eigen::VectorXd>& q, const Parallel&) {
   for (std::size_t k = 0; k < joints_.tree().size(); ++k) {
     const TreeJoint& t = joints_.tree()[k];
     const TreeGeometry& g = tree_geometry_[k];

@@ -23,6 +23,7 @@
 #include "geometry.hpp"
 #include "treedyn/joint_space.hpp"
 #include "treedyn/loads.hpp"
+#include "treedyn/parallel.hpp"
 
 namespace treedyn::hdca {
 
@@ -45,7 +46,9 @@ class PlanarKinematics {
   const std::vector<dc::JointSides>& sides() const { return sides_; }
   int tree_index(int joint) const { return tree_index_[static_cast<std::size_t>(joint)]; }
 
-  void place(const Eigen::Ref<const Eigen::VectorXd>& q);
+  /// Poses from q, serial (a few operations a body: the planar inertias do not turn); the
+  /// Parallel is SpatialKinematics' interface.
+  void place(const Eigen::Ref<const Eigen::VectorXd>& q, const Parallel&);
   const Point& com(int b) const { return r_[static_cast<std::size_t>(b)]; }
   const typename G::InverseInertia& inverse_inertia(int b) const { return inverse_inertia_[static_cast<std::size_t>(b)]; }
   const Point& tree_point(int k) const { return tree_point_[static_cast<std::size_t>(k)]; }

@@ -31,19 +31,21 @@ SpatialKinematics<S>::SpatialKinematics(const Model& model, const Topology& topo
 }
 
 template <class S>
-void SpatialKinematics<S>::place(const Eigen::Ref<const Eigen::VectorXd>& q) {
-  joints_.place(q, bodies_, motion_);
-  for (std::size_t b = 0; b < bodies_.size(); ++b) {
+void SpatialKinematics<S>::place(const Eigen::Ref<const Eigen::VectorXd>& q, const Parallel& parallel) {
+  joints_.place(q, bodies_, motion_);  // serial: each body after its parent
+  parallel.for_each(model_.body_count(), [&](int i) {
+    const auto b = static_cast<std::size_t>(i);
     const Mat3 A = bodies_[b].q.toRotationMatrix();
     inverse_inertia_[b].J_inverse = (A * inertia_inverse_[b] * A.transpose()).cast<S>();
     if constexpr (!kDouble) com_[b] = bodies_[b].r.cast<S>();
-  }
+  });
   if constexpr (!kDouble)
-    for (std::size_t k = 0; k < motion_.size(); ++k) {
+    parallel.for_each(static_cast<int>(motion_.size()), [&](int i) {
+      const auto k = static_cast<std::size_t>(i);
       tree_point_[k] = motion_[k].point.cast<S>();
       H_[k] = motion_[k].H().cast<S>();
       D_[k] = motion_[k].D().cast<S>();
-    }
+    });
   for (int j : loop_joints_) {  // velocity level: J V = -Phi_t, at the child's joint-frame origin
     const Joint& joint = model_.joints[static_cast<std::size_t>(j)];
     const BodyState& P = state_of(bodies_, joint.parent);

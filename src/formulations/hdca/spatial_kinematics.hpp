@@ -17,6 +17,7 @@
 #include "../common/joint_tree.hpp"
 #include "geometry.hpp"
 #include "treedyn/loads.hpp"
+#include "treedyn/parallel.hpp"
 
 namespace treedyn::hdca {
 
@@ -42,8 +43,9 @@ class SpatialKinematics {
   /// Index of a model joint among the tree joints, -1 if it closes a loop.
   int tree_index(int joint) const { return layout_.tree_index[static_cast<std::size_t>(joint)]; }
 
-  /// Poses from q: everything the velocity-level solve needs.
-  void place(const Eigen::Ref<const Eigen::VectorXd>& q);
+  /// Poses from q: everything the velocity-level solve needs. The joints are placed in tree order
+  /// on this thread; the bodies' inverse inertias (and float's copies) on `parallel`'s threads.
+  void place(const Eigen::Ref<const Eigen::VectorXd>& q, const Parallel& parallel);
   const Point& com(int b) const {
     if constexpr (kDouble) return bodies_[static_cast<std::size_t>(b)].r;
     else return com_[static_cast<std::size_t>(b)];
