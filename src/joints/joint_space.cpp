@@ -13,7 +13,7 @@ namespace {
 using namespace joint_kinematics;
 
 /// Column c of Hdot: column c of H turns with the angular velocity of the body it is fixed in.
-Vec6 subspace_rate_column(const TreeJoint& t, const Mat6& HD, int c, const Vec3& wP, const Vec3& wC) {
+[[gnu::always_inline]] inline Vec6 subspace_rate_column(const TreeJoint& t, const Mat6& HD, int c, const Vec3& wP, const Vec3& wC) {
   const Vec3& w = (t.child_axes >> c) & 1u ? wC : wP;
   Vec6 column;
   column << w.cross(HD.block<3, 1>(0, c)), w.cross(HD.block<3, 1>(3, c));
