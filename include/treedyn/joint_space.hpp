@@ -107,7 +107,8 @@ class JointSpace {
   void coordinates(const SystemState& state, Eigen::VectorXd& q, Eigen::VectorXd& v, double tolerance = 1e-6) const;
 
   /// Body poses and twists from (q, v) (accelerations are left as they are) and every tree
-  /// joint's motion at that state: place() then move(). Serial in tree order.
+  /// joint's motion at that state: place() and move() in one sweep in tree order (each body's
+  /// state and each joint's motion visited once; the same numbers as the two calls).
   void forward_kinematics(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
                           SystemState& bodies, std::vector<JointMotion>& motion) const;
 

@@ -20,6 +20,39 @@ using namespace joint_kinematics;
   return column;
 }
 
+/// A tree joint's child pose and the joint's point, H and D, from its parent's pose and q.
+[[gnu::always_inline]] inline void place_joint(const TreeJoint& t, const double* q, SystemState& bodies, JointMotion& m) {
+  const BodyState& P = state_of(bodies, t.parent);
+  BodyState& C = bodies[static_cast<std::size_t>(t.child)];
+  const Mat3 A_P = P.q.toRotationMatrix();
+  const Mat3 Fp = t.parent_turned ? Mat3(A_P * t.parent_frame.rotation) : A_P;  // frame_pose(P, parent_frame)
+  Mat3 R;
+  Vec3 p;
+  relative_transform(t.type, q + t.q_offset, R, p);
+  const Mat3 Fc = Fp * R;
+  const Vec3 o = P.r + A_P * t.parent_frame.origin + Fp * p;
+  const Mat3 A_C = t.child_turned ? Mat3(Fc * t.child_frame.rotation.transpose()) : Fc;
+  C.q = Quat(A_C).normalized();
+  C.r = o - A_C * t.child_frame.origin;
+  m.point = o;
+  m.nv = t.nv;
+  motion_subspace(t.type, Fp, Fc, m.HD.leftCols(t.nv));
+  constraint_subspace(t.type, Fp, Fc, m.HD.rightCols(6 - t.nv));
+}
+
+/// A tree joint's child twist and the joint's kappa, from its parent's twist and v (after place_joint).
+[[gnu::always_inline]] inline void move_joint(const TreeJoint& t, const double* v, SystemState& bodies, JointMotion& m) {
+  const BodyState& P = state_of(bodies, t.parent);
+  BodyState& C = bodies[static_cast<std::size_t>(t.child)];
+  const Eigen::Map<const Eigen::VectorXd> vj(v + t.v_offset, t.nv);
+  const Vec6 Hv = subspace_times<Vec6>(m.HD, t.nv, vj);
+  C.w = P.w + Hv.tail<3>();
+  C.v = P.v + P.w.cross(m.point - P.r) + Hv.head<3>() + C.w.cross(C.r - m.point);
+  m.kappa.setZero();  // Hdot vj, a column at a time
+  for (int c = 0; c < t.nv; ++c) m.kappa += subspace_rate_column(t, m.HD, c, P.w, C.w) * vj(c);
+  m.kappa.head<3>() += P.w.cross(Hv.head<3>());
+}
+
 }  // namespace
 
 int joint_nq(JointType type) {
@@ -113,48 +146,20 @@ void JointSpace::coordinates(const SystemState& state, Eigen::VectorXd& q, Eigen
 
 void JointSpace::forward_kinematics(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
                                     SystemState& bodies, std::vector<JointMotion>& motion) const {
-  place(q, bodies, motion);
-  move(v, bodies, motion);
+  motion.resize(tree_.size());
+  for (std::size_t k = 0; k < tree_.size(); ++k) {  // a parent is placed and moved before its children
+    place_joint(tree_[k], q.data(), bodies, motion[k]);
+    move_joint(tree_[k], v.data(), bodies, motion[k]);
+  }
 }
 
 void JointSpace::place(const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, std::vector<JointMotion>& motion) const {
   motion.resize(tree_.size());
-  for (std::size_t k = 0; k < tree_.size(); ++k) {
-    const TreeJoint& t = tree_[k];
-    const BodyState& P = state_of(bodies, t.parent);
-    BodyState& C = bodies[static_cast<std::size_t>(t.child)];
-    const Mat3 A_P = P.q.toRotationMatrix();
-    const Mat3 Fp = t.parent_turned ? Mat3(A_P * t.parent_frame.rotation) : A_P;  // frame_pose(P, parent_frame)
-    Mat3 R;
-    Vec3 p;
-    relative_transform(t.type, q.data() + t.q_offset, R, p);
-    const Mat3 Fc = Fp * R;
-    const Vec3 o = P.r + A_P * t.parent_frame.origin + Fp * p;
-    const Mat3 A_C = t.child_turned ? Mat3(Fc * t.child_frame.rotation.transpose()) : Fc;
-    C.q = Quat(A_C).normalized();
-    C.r = o - A_C * t.child_frame.origin;
-    JointMotion& m = motion[k];
-    m.point = o;
-    m.nv = t.nv;
-    motion_subspace(t.type, Fp, Fc, m.HD.leftCols(t.nv));
-    constraint_subspace(t.type, Fp, Fc, m.HD.rightCols(6 - t.nv));
-  }
+  for (std::size_t k = 0; k < tree_.size(); ++k) place_joint(tree_[k], q.data(), bodies, motion[k]);
 }
 
 void JointSpace::move(const Eigen::Ref<const Eigen::VectorXd>& v, SystemState& bodies, std::vector<JointMotion>& motion) const {
-  for (std::size_t k = 0; k < tree_.size(); ++k) {
-    const TreeJoint& t = tree_[k];
-    const BodyState& P = state_of(bodies, t.parent);
-    BodyState& C = bodies[static_cast<std::size_t>(t.child)];
-    JointMotion& m = motion[k];
-    const auto vj = v.segment(t.v_offset, t.nv);
-    const Vec6 Hv = subspace_times<Vec6>(m.HD, t.nv, vj);
-    C.w = P.w + Hv.tail<3>();
-    C.v = P.v + P.w.cross(m.point - P.r) + Hv.head<3>() + C.w.cross(C.r - m.point);
-    m.kappa.setZero();  // Hdot vj, a column at a time
-    for (int c = 0; c < t.nv; ++c) m.kappa += subspace_rate_column(t, m.HD, c, P.w, C.w) * vj(c);
-    m.kappa.head<3>() += P.w.cross(Hv.head<3>());
-  }
+  for (std::size_t k = 0; k < tree_.size(); ++k) move_joint(tree_[k], v.data(), bodies, motion[k]);
 }
 
 void JointSpace::subspace_rate(int k, const SystemState& bodies, const JointMotion& motion, SubspaceMatrix& Hdot) const {
