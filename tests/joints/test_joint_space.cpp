@@ -58,6 +58,35 @@ TEST(JointSpace, ForwardKinematicsSatisfiesEveryJointConstraint) {
   }
 }
 
+// forward_kinematics() places and moves each joint in one sweep; place() then move() (two sweeps,
+// for callers that need one half) must give the same bodies and motions, bit for bit.
+TEST(JointSpace, PlaceThenMoveIsForwardKinematicsBitForBit) {
+  const Model m = test::joint_zoo();
+  const JointSpace js(m, Topology(m));
+  std::mt19937 rng(6);
+  const Eigen::VectorXd q = random_coordinates(js, rng), v = random_vector(js.nv(), rng);
+  SystemState one = initial_state(m), two = initial_state(m);
+  std::vector<JointMotion> m_one, m_two;
+  js.forward_kinematics(q, v, one, m_one);
+  js.place(q, two, m_two);
+  js.move(v, two, m_two);
+  for (std::size_t b = 0; b < one.size(); ++b) {
+    EXPECT_EQ(one[b].r, two[b].r) << "body " << b;
+    EXPECT_EQ(one[b].q.coeffs(), two[b].q.coeffs()) << "body " << b;
+    EXPECT_EQ(one[b].v, two[b].v) << "body " << b;
+    EXPECT_EQ(one[b].w, two[b].w) << "body " << b;
+  }
+  ASSERT_EQ(m_one.size(), m_two.size());
+  int turning = 0;  // joints with a nonzero kappa: the state moves, the comparison is not of zeros
+  for (std::size_t k = 0; k < m_one.size(); ++k) {
+    EXPECT_EQ(m_one[k].point, m_two[k].point) << "tree joint " << k;
+    EXPECT_EQ(m_one[k].HD, m_two[k].HD) << "tree joint " << k;
+    EXPECT_EQ(m_one[k].kappa, m_two[k].kappa) << "tree joint " << k;
+    turning += m_one[k].kappa != Vec6::Zero();
+  }
+  EXPECT_GE(turning, 5);
+}
+
 TEST(JointSpace, CoordinatesInvertForwardKinematics) {
   const Model m = test::joint_zoo();
   const JointSpace js(m, Topology(m));
