@@ -3,6 +3,7 @@
 #include "joint_kinematics.hpp"
 #include "treedyn/errors.hpp"
 
+#include <cassert>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -163,6 +164,7 @@ void JointSpace::move(const Eigen::Ref<const Eigen::VectorXd>& v, SystemState& b
 }
 
 void JointSpace::subspace_rate(int k, const SystemState& bodies, const JointMotion& motion, SubspaceMatrix& Hdot) const {
+  assert(k >= 0 && static_cast<std::size_t>(k) < tree_.size() && motion.nv == tree_[static_cast<std::size_t>(k)].nv);  // hot: debug builds
   const TreeJoint& t = tree_[static_cast<std::size_t>(k)];
   const Vec3& wP = state_of(bodies, t.parent).w;
   const Vec3& wC = state_of(bodies, t.child).w;
