@@ -164,8 +164,9 @@ void JointSpace::move(const Eigen::Ref<const Eigen::VectorXd>& v, SystemState& b
 }
 
 void JointSpace::subspace_rate(int k, const SystemState& bodies, const JointMotion& motion, SubspaceMatrix& Hdot) const {
-  assert(k >= 0 && static_cast<std::size_t>(k) < tree_.size() && motion.nv == tree_[static_cast<std::size_t>(k)].nv);  // hot: debug builds
+  assert(k >= 0 && static_cast<std::size_t>(k) < tree_.size());  // a hot call: checked in debug builds
   const TreeJoint& t = tree_[static_cast<std::size_t>(k)];
+  assert(motion.nv == t.nv);
   const Vec3& wP = state_of(bodies, t.parent).w;
   const Vec3& wC = state_of(bodies, t.child).w;
   Hdot.resize(6, t.nv);

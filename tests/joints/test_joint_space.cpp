@@ -216,8 +216,7 @@ TEST(JointSpace, SubspaceRateMatchesFiniteDifferencesOfH) {
     const Eigen::MatrixXd fd = (mp[k].H() - mm[k].H()) / (2 * h);
     EXPECT_LT((fd - Hdot).cwiseAbs().maxCoeff(), 1e-8) << "tree joint " << k;
     const auto vj = v.segment(t.v_offset, t.nv);
-    Vec6 kappa = Vec6::Zero();
-    for (int c = 0; c < t.nv; ++c) kappa += Hdot.col(c) * vj(c);
+    Vec6 kappa = subspace_times<Vec6>(Hdot, t.nv, vj);
     kappa.head<3>() += state_of(s0, t.parent).w.cross(subspace_times<Vec6>(m0[k].HD, t.nv, vj).head<3>());
     EXPECT_EQ(kappa, m0[k].kappa) << "tree joint " << k;
     ++checked;

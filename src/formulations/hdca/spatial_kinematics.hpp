@@ -5,8 +5,9 @@
 //
 // The engine (hdca_engine.hpp) reads, after place(q): each body's centre of mass and inverse
 // inertia; each tree joint's point o, H and D; each loop joint's handle point and velocity-level
-// rows. After move(t, V) with the bodies' twists: each tree joint's Hdot (made on demand), each body's applied
-// load, and each loop joint's Jdot' sigma. PlanarKinematics offers the same in the plane.
+// rows. After move(t, V) with the bodies' twists: each tree joint's Hdot (made on demand), each
+// body's applied load, and each loop joint's Jdot' sigma. PlanarKinematics offers the same in the
+// plane.
 #pragma once
 
 #include <cassert>
