@@ -391,15 +391,15 @@ class HandleTree {
   void take_records(const std::vector<int>& order);
   void setup_node(int id);
   void assemble_node(int id, const std::vector<JointRows<S, Dim>>& rows);
-  template <int M, int MK>
+  template <int M, int MK, int H>
   void eliminate_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
-  template <int M, int MK>
+  template <int M, int MK, int H>
   void recover_single(Node& n, Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
   void eliminate_multiple(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
   void disassemble_node(int id, const std::vector<JointRows<S, Dim>>& rows);
   void assemble_bias_node(int id, const std::vector<JointRows<S, Dim>>& rows);
   void connect_base_bias(const std::vector<JointRows<S, Dim>>& rows);
-  template <int M, int MK>
+  template <int M, int MK, int H>
   void bias_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
   void bias_multiple(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
   void base_loads(const std::vector<JointRows<S, Dim>>& rows);

@@ -10,16 +10,45 @@
 
 namespace treedyn::dc {
 
-// A single-joint kernel f.operator()<M, MK>() as dispatch_rows calls it, f.operator()<M>(): MK = M
+// A single-joint kernel f.operator()<M, MK, H>() as dispatch_rows calls it, f.operator()<M>(): MK = M
 // when every handle of the node has the joint's M rows (Node::uniform: fixed sizes throughout),
-// else Eigen::Dynamic.
+// else Eigen::Dynamic; H = 2 when the node is uniform with two handles (an inner node of a chain:
+// its offsets and its 2M x 2M blocks are then fixed too), else Eigen::Dynamic.
 template <class F>
-auto single_sizes(bool uniform, F&& f) {
-  return [&f, uniform]<int M>() {
-    if (uniform) f.template operator()<M, M>();
-    else f.template operator()<M, Eigen::Dynamic>();
+auto single_sizes(bool uniform, int handles, F&& f) {
+  return [&f, uniform, handles]<int M>() {
+    if (uniform && handles == 2) f.template operator()<M, M, 2>();
+    else if (uniform) f.template operator()<M, M, Eigen::Dynamic>();
+    else f.template operator()<M, Eigen::Dynamic, Eigen::Dynamic>();
   };
 }
+
+// A single-joint node's handles as its kernels read them: with H handles of M rows each known at
+// compile time, handle i's offset is i M and the node's r = H M rows are a fixed size.
+template <class S, int M, int MK, int H>
+struct SingleLayout {
+  static constexpr bool fixed = H != Eigen::Dynamic;
+  static_assert(!fixed || MK == M, "a fixed handle count needs uniform rows");
+  static constexpr int R = fixed ? H * M : Eigen::Dynamic;
+  template <class Node>
+  static int size(const Node& n) {
+    if constexpr (fixed) return H;
+    else return n.size();
+  }
+  template <class Node>
+  static int o(const Node& n, int i) {
+    if constexpr (fixed) return i * M;
+    else return n.o(i);
+  }
+  template <class Node>
+  static Eigen::Map<Eigen::Matrix<S, R, R>> K_hat(const Node& n) { return {n.K_r.data(), n.rows(), n.rows()}; }
+  template <class Node>
+  static Eigen::Map<Eigen::Matrix<S, R, 1>> b_hat(const Node& n) { return {n.b_r.data(), n.rows()}; }
+  template <class Node>
+  static Eigen::Map<Eigen::Matrix<S, R, 1>> f_hat(const Node& n) { return {n.f_r.data(), n.rows()}; }
+  template <class Node>
+  static Eigen::Map<Eigen::Matrix<S, M, R>> W(const Node& n) { return {n.single->W.data(), M, n.rows()}; }
+};
 
 template <class S, int Dim>
 HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides> sides, InverseMethod method,
@@ -220,11 +249,13 @@ void HandleTree<S, Dim>::put_load(Node& c, int a, const Eigen::MatrixBase<Derive
 
 // One joint of M rows between the children (chains, trees), in the handles' rows: Z is M x M,
 // Y_i m_i x M, W_i M x m_i. MK is M when every handle of the node has M rows (a chain of one joint
-// type: fixed sizes throughout), else Eigen::Dynamic.
+// type: fixed sizes throughout), else Eigen::Dynamic; H is 2 for such a node with two handles
+// (SingleLayout: fixed offsets too), else Eigen::Dynamic.
 template <class S, int Dim>
-template <int M, int MK>
+template <int M, int MK, int H>
 void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
   using MatM = Eigen::Matrix<S, M, M>;
+  using L = SingleLayout<S, M, MK, H>;
   const Eliminated& x = n.eliminated.front();
   const JointRows<S, Dim>& jr = rows[static_cast<std::size_t>(x.joint)];
   Single& e = *n.single;
@@ -242,28 +273,30 @@ void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], co
   Eigen::Map<Eigen::Matrix<S, M, 1>> beta_hat(e.beta_hat.data());
   beta_hat.noalias() = Z_inverse * rhs;
   // Y_i = G_i K_i,e G' and W_i = Z^+ Y_i' (paper 004, Eqs. 35-36).
+  const int h = L::size(n);
   Rows<MK, M> Y[kMaxSingleHandles];
-  typename Node::MapX W(e.W.data(), M, n.rows());
-  for (int i = 0; i < n.size(); ++i) {
+  auto W = L::W(n);
+  for (int i = 0; i < h; ++i) {
     const auto src = n.from[static_cast<std::size_t>(i)];
     Y[i] = k_rows<MK, M>(*side[src.side], src.index, at[src.side], rows);
-    W.template block<M, MK>(0, n.o(i), M, Y[i].rows()).noalias() = Z_inverse * Y[i].transpose();
+    W.template block<M, MK>(0, L::o(n, i), M, Y[i].rows()).noalias() = Z_inverse * Y[i].transpose();
   }
   // K^C and b^C (paper 001, Eqs. 34-36); K is symmetric: fill j >= i and mirror.
-  auto K_hat = n.K_hat();
-  for (int i = 0; i < n.size(); ++i) {
+  auto K_hat = L::K_hat(n);
+  auto b_hat = L::b_hat(n);
+  for (int i = 0; i < h; ++i) {
     const auto si = n.from[static_cast<std::size_t>(i)];
     const auto mi = Y[i].rows();
-    for (int j = i; j < n.size(); ++j) {
+    for (int j = i; j < h; ++j) {
       const auto sj = n.from[static_cast<std::size_t>(j)];
       const auto mj = Y[j].rows();
-      auto K = K_hat.template block<MK, MK>(n.o(i), n.o(j), mi, mj);
+      auto K = K_hat.template block<MK, MK>(L::o(n, i), L::o(n, j), mi, mj);
       if (si.side == sj.side) K = k_rows<MK, MK>(*side[si.side], si.index, sj.index, rows);
       else K.setZero();
-      K.noalias() -= Y[i] * W.template block<M, MK>(0, n.o(j), M, mj);
-      if (j != i) K_hat.template block<MK, MK>(n.o(j), n.o(i), mj, mi) = K.transpose();
+      K.noalias() -= Y[i] * W.template block<M, MK>(0, L::o(n, j), M, mj);
+      if (j != i) K_hat.template block<MK, MK>(L::o(n, j), L::o(n, i), mj, mi) = K.transpose();
     }
-    auto b = n.b_hat().template segment<MK>(n.o(i), mi);
+    auto b = b_hat.template segment<MK>(L::o(n, i), mi);
     b = b_rows<MK>(*side[si.side], si.index, rows);
     b.noalias() += Y[i] * beta_hat;
   }
@@ -272,17 +305,18 @@ void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], co
 // lambda = beta_hat - sum_j W_j lambda_j (paper 004, Eq. 45, in the handles' rows), passed to the
 // children's eliminated handles.
 template <class S, int Dim>
-template <int M, int MK>
+template <int M, int MK, int H>
 void HandleTree<S, Dim>::recover_single(Node& n, Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
+  using L = SingleLayout<S, M, MK, H>;
   const Eliminated& x = n.eliminated.front();
   Single& e = *n.single;
   Eigen::Map<Eigen::Matrix<S, M, 1>> lambda(e.lambda.data());
   lambda = Eigen::Map<const Eigen::Matrix<S, M, 1>>(e.beta_hat.data());
-  typename Node::MapX W(e.W.data(), M, n.rows());
-  auto f_hat = n.f_hat();
-  for (int j = 0; j < n.size(); ++j) {
-    const int mj = rows_at(n, j);
-    lambda.noalias() -= W.template block<M, MK>(0, n.o(j), M, mj) * f_hat.template segment<MK>(n.o(j), mj);
+  const auto W = L::W(n);
+  const auto f_hat = L::f_hat(n);
+  for (int j = 0; j < L::size(n); ++j) {
+    const int mj = MK == Eigen::Dynamic ? rows_at(n, j) : MK;
+    lambda.noalias() -= W.template block<M, MK>(0, L::o(n, j), M, mj) * f_hat.template segment<MK>(L::o(n, j), mj);
   }
   put_load(*side[0], x.left, lambda, rows);
   put_load(*side[1], x.right, lambda, rows);
@@ -352,7 +386,7 @@ void HandleTree<S, Dim>::assemble_node(int id, const std::vector<JointRows<S, Di
   const AssemblyNode& a = tree_->node(id);
   const Node* const side[2] = {&node(a.left), &node(a.right)};
   if (uses_single(n)) {
-    dispatch_rows(n.eliminated.front().rows, single_sizes(n.uniform, [&]<int M, int MK>() { eliminate_single<M, MK>(n, side, rows); }));
+    dispatch_rows(n.eliminated.front().rows, single_sizes(n.uniform, n.size(), [&]<int M, int MK, int H>() { eliminate_single<M, MK, H>(n, side, rows); }));
   } else if (n.m > 0) {
     eliminate_multiple(n, side, rows);
   } else {  // the children share no joint: C is their union
@@ -419,24 +453,25 @@ void HandleTree<S, Dim>::assemble_bias_node(int id, const std::vector<JointRows<
     n.b_hat().segment(n.o(i), rows_at(n, i)) = b_rows(*side[si.side], si.index, rows);
   }
   if (uses_single(n)) {
-    dispatch_rows(n.eliminated.front().rows, single_sizes(n.uniform, [&]<int M, int MK>() { bias_single<M, MK>(n, side, rows); }));
+    dispatch_rows(n.eliminated.front().rows, single_sizes(n.uniform, n.size(), [&]<int M, int MK, int H>() { bias_single<M, MK, H>(n, side, rows); }));
   } else if (n.m > 0) {
     bias_multiple(n, side, rows);
   }
 }
 
 template <class S, int Dim>
-template <int M, int MK>
+template <int M, int MK, int H>
 void HandleTree<S, Dim>::bias_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
+  using L = SingleLayout<S, M, MK, H>;
   const Eliminated& x = n.eliminated.front();
   Single& e = *n.single;
   const Eigen::Matrix<S, M, 1> rhs = single_rhs<M>(x, side, rows);
   Eigen::Map<Eigen::Matrix<S, M, 1>>(e.beta_hat.data()).noalias() = Eigen::Map<const Eigen::Matrix<S, M, M>>(e.Z_inverse.data()) * rhs;
-  typename Node::MapX W(e.W.data(), M, n.rows());
-  auto b_hat = n.b_hat();
-  for (int i = 0; i < n.size(); ++i) {
-    const int mi = rows_at(n, i);
-    b_hat.template segment<MK>(n.o(i), mi).noalias() += W.template block<M, MK>(0, n.o(i), M, mi).transpose() * rhs;
+  const auto W = L::W(n);
+  auto b_hat = L::b_hat(n);
+  for (int i = 0; i < L::size(n); ++i) {
+    const int mi = MK == Eigen::Dynamic ? rows_at(n, i) : MK;
+    b_hat.template segment<MK>(L::o(n, i), mi).noalias() += W.template block<M, MK>(0, L::o(n, i), M, mi).transpose() * rhs;
   }
 }
 
@@ -468,7 +503,7 @@ void HandleTree<S, Dim>::disassemble_node(int id, const std::vector<JointRows<S,
   // lambda = beta_hat - sum_j W_j lambda_j (paper 004, Eq. 45); the children's eliminated handles
   // get their loads from it.
   if (uses_single(n)) {
-    dispatch_rows(n.eliminated.front().rows, single_sizes(n.uniform, [&]<int M, int MK>() { recover_single<M, MK>(n, side, rows); }));
+    dispatch_rows(n.eliminated.front().rows, single_sizes(n.uniform, n.size(), [&]<int M, int MK, int H>() { recover_single<M, MK, H>(n, side, rows); }));
   } else if (n.m > 0) {
     Multiple& e = *n.multiple;
     e.lambda = e.beta_hat;
