@@ -45,6 +45,22 @@ void constraint_subspace(JointType type, const Mat3& Fp, const Mat3& Fc, Subspac
 /// fixed: I).
 inline bool unit_constraint_subspace(JointType type) { return type == JointType::Spherical || type == JointType::Fixed; }
 
+/// [H D] (6 x 6: motion_subspace() and constraint_subspace() side by side, paper 001 Eqs. 10-11).
+/// A spherical joint's is [0 I; Fc 0], written by fixed-size blocks (the same numbers as the two
+/// calls, without their column-by-column fill: a ball-joint chain forms one per joint per pass).
+inline void subspaces(JointType type, const Mat3& Fp, const Mat3& Fc, Mat6& HD) {
+  if (type == JointType::Spherical) {
+    HD.topLeftCorner<3, 3>().setZero();
+    HD.topRightCorner<3, 3>().setIdentity();
+    HD.bottomLeftCorner<3, 3>() = Fc;
+    HD.bottomRightCorner<3, 3>().setZero();
+    return;
+  }
+  const int nv = joint_nv(type);
+  motion_subspace(type, Fp, Fc, HD.leftCols(nv));
+  constraint_subspace(type, Fp, Fc, HD.rightCols(6 - nv));
+}
+
 /// The rotation that turns a universal joint's frames so that its second axis (x) becomes z and
 /// its first (z) becomes x: used when the joint is reversed.
 Mat3 universal_swap();

@@ -37,8 +37,7 @@ using namespace joint_kinematics;
   C.r = o - A_C * t.child_frame.origin;
   m.point = o;
   m.nv = t.nv;
-  motion_subspace(t.type, Fp, Fc, m.HD.leftCols(t.nv));
-  constraint_subspace(t.type, Fp, Fc, m.HD.rightCols(6 - t.nv));
+  subspaces(t.type, Fp, Fc, m.HD);
 }
 
 /// A tree joint's child twist and the joint's kappa, from its parent's twist and v (after place_joint).

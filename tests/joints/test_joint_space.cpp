@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <random>
 
+#include "joints/joint_kinematics.hpp"
 #include "support.hpp"
 #include "treedyn/joint_space.hpp"
 #include "treedyn/model_builder.hpp"
@@ -116,6 +117,24 @@ TEST(JointSpace, MotionAndConstraintSubspacesAreOrthonormalComplements) {
     EXPECT_LT((HtH - Eigen::MatrixXd::Identity(HtH.rows(), HtH.cols())).norm(), 1e-14);
     EXPECT_LT((DtD - Eigen::MatrixXd::Identity(DtD.rows(), DtD.cols())).norm(), 1e-14);
     EXPECT_LT((jm.D().transpose() * jm.H()).norm(), 1e-14);  // paper 001, Eq. (11)
+  }
+}
+
+// subspaces() fills [H D] by fixed-size blocks for a spherical joint: it must give what
+// motion_subspace() and constraint_subspace() give side by side, to the last bit, for every type.
+TEST(JointSpace, SubspacesAreTheMotionAndConstraintSubspacesSideBySide) {
+  const JointType types[] = {JointType::Revolute,  JointType::Prismatic, JointType::Cylindrical, JointType::Universal,
+                             JointType::Spherical, JointType::Planar,    JointType::Fixed,       JointType::Free};
+  const Mat3 Fp = Quat(0.9, 0.1, -0.3, 0.2).normalized().toRotationMatrix();
+  const Mat3 Fc = Quat(0.4, -0.7, 0.5, 0.3).normalized().toRotationMatrix();
+  for (const JointType type : types) {
+    const int nv = joint_nv(type);
+    Mat6 expected = Mat6::Constant(NAN), HD = Mat6::Constant(NAN);
+    joint_kinematics::motion_subspace(type, Fp, Fc, expected.leftCols(nv));
+    joint_kinematics::constraint_subspace(type, Fp, Fc, expected.rightCols(6 - nv));
+    joint_kinematics::subspaces(type, Fp, Fc, HD);
+    EXPECT_TRUE(HD.allFinite()) << "type " << static_cast<int>(type);  // every entry written
+    EXPECT_EQ(HD, expected) << "type " << static_cast<int>(type);
   }
 }
 

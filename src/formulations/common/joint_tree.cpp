@@ -1,5 +1,7 @@
 #include "joint_tree.hpp"
 
+#include <cassert>
+
 namespace treedyn::jc {
 
 JointLayout make_layout(const Model& model, const JointSpace& joints) {
@@ -95,12 +97,16 @@ bool spherical_unit_rows(const std::vector<dc::JointRows<S, 6>>& rows, const typ
   return true;
 }
 
-template <class S>
+// H: the leaf's handle count if fixed at compile time (2, a chain's inner body), else
+// Eigen::Dynamic; every handle has 3 rows, so handle a's rows start at 3 a.
+template <class S, int H>
 void spherical_mobility_rows(S inverse_mass, const Mat3T<S>& J_inverse, std::span<const Vec3T<S>> l,
                              typename dc::HandleTree<S, 6>::Node& leaf) {
   using V3 = Vec3T<S>;
-  auto K_hat = leaf.K_hat();
-  const int h = leaf.size();
+  constexpr int R = H == Eigen::Dynamic ? Eigen::Dynamic : 3 * H;
+  assert(leaf.rows() == 3 * leaf.size());
+  Eigen::Map<Eigen::Matrix<S, R, R>> K_hat(leaf.K_r.data(), leaf.rows(), leaf.rows());
+  const int h = H == Eigen::Dynamic ? leaf.size() : H;
   for (int a = 0; a < h; ++a) {
     const V3& la = l[static_cast<std::size_t>(a)];
     Mat3T<S> P;
@@ -112,8 +118,8 @@ void spherical_mobility_rows(S inverse_mass, const Mat3T<S>& J_inverse, std::spa
       Mat3T<S> K;
       for (int i = 0; i < 3; ++i) K.row(i) = lc.cross(V3(P.row(i).transpose())).transpose();
       K.diagonal().array() += inverse_mass;
-      K_hat.template block<3, 3>(leaf.o(a), leaf.o(c)) = sign * K;
-      if (c != a) K_hat.template block<3, 3>(leaf.o(c), leaf.o(a)) = sign * K.transpose();
+      K_hat.template block<3, 3>(3 * a, 3 * c) = sign * K;
+      if (c != a) K_hat.template block<3, 3>(3 * c, 3 * a) = sign * K.transpose();
     }
   }
 }
@@ -124,7 +130,9 @@ template <class S, int Dim>
 void mobility_rows(S inverse_mass, const AngularInverse<S, Dim>& J_inverse, std::span<const HandleArm<S, Dim>> l,
                    const std::vector<dc::JointRows<S, Dim>>& rows, typename dc::HandleTree<S, Dim>::Node& leaf) {
   if constexpr (Dim == 6)
-    if (spherical_unit_rows<S>(rows, leaf)) return spherical_mobility_rows<S>(inverse_mass, J_inverse, l, leaf);
+    if (spherical_unit_rows<S>(rows, leaf))
+      return leaf.size() == 2 ? spherical_mobility_rows<S, 2>(inverse_mass, J_inverse, l, leaf)
+                              : spherical_mobility_rows<S, Eigen::Dynamic>(inverse_mass, J_inverse, l, leaf);
   if (const int m = leaf.uniform_rows(); m > 0)
     dc::HandleTree<S, Dim>::dispatch_rows(m, [&]<int M>() { mobility_rows_sized<S, Dim, M>(inverse_mass, J_inverse, l, rows, leaf); });
   else
