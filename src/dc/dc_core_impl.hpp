@@ -302,18 +302,24 @@ void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], co
   }
 }
 
-// lambda = beta_hat - sum_j W_j lambda_j (paper 004, Eq. 45, in the handles' rows), passed to the
+// The node's handle loads passed to the children's same handles (paper 001, Eqs. 32-33), and
+// lambda = beta_hat - sum_j W_j lambda_j (paper 004, Eq. 45, in the handles' rows) to the
 // children's eliminated handles.
 template <class S, int Dim>
 template <int M, int MK, int H>
 void HandleTree<S, Dim>::recover_single(Node& n, Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
   using L = SingleLayout<S, M, MK, H>;
+  const auto f_hat = L::f_hat(n);
+  for (int i = 0; i < L::size(n); ++i) {
+    const auto src = n.from[static_cast<std::size_t>(i)];
+    const int mi = MK == Eigen::Dynamic ? rows_at(n, i) : MK;
+    put_load(*side[src.side], src.index, f_hat.template segment<MK>(L::o(n, i), mi), rows);
+  }
   const Eliminated& x = n.eliminated.front();
   Single& e = *n.single;
   Eigen::Map<Eigen::Matrix<S, M, 1>> lambda(e.lambda.data());
   lambda = Eigen::Map<const Eigen::Matrix<S, M, 1>>(e.beta_hat.data());
   const auto W = L::W(n);
-  const auto f_hat = L::f_hat(n);
   for (int j = 0; j < L::size(n); ++j) {
     const int mj = MK == Eigen::Dynamic ? rows_at(n, j) : MK;
     lambda.noalias() -= W.template block<M, MK>(0, L::o(n, j), M, mj) * f_hat.template segment<MK>(L::o(n, j), mj);
@@ -496,15 +502,17 @@ void HandleTree<S, Dim>::disassemble_node(int id, const std::vector<JointRows<S,
   Node& n = node(id);
   const AssemblyNode& a = tree_->node(id);
   Node* const side[2] = {&node(a.left), &node(a.right)};
+  if (uses_single(n)) {  // its kernel passes the handles' loads down too
+    dispatch_rows(n.eliminated.front().rows, single_sizes(n.uniform, n.size(), [&]<int M, int MK, int H>() { recover_single<M, MK, H>(n, side, rows); }));
+    return;
+  }
   for (int i = 0; i < n.size(); ++i) {  // handle coincidence (paper 001, Eqs. 32-33)
     const auto src = n.from[static_cast<std::size_t>(i)];
     put_load(*side[src.side], src.index, n.f_hat().segment(n.o(i), rows_at(n, i)), rows);
   }
   // lambda = beta_hat - sum_j W_j lambda_j (paper 004, Eq. 45); the children's eliminated handles
   // get their loads from it.
-  if (uses_single(n)) {
-    dispatch_rows(n.eliminated.front().rows, single_sizes(n.uniform, n.size(), [&]<int M, int MK, int H>() { recover_single<M, MK, H>(n, side, rows); }));
-  } else if (n.m > 0) {
+  if (n.m > 0) {
     Multiple& e = *n.multiple;
     e.lambda = e.beta_hat;
     for (int j = 0; j < n.size(); ++j) {
