@@ -393,6 +393,8 @@ class HandleTree {
   void assemble_node(int id, const std::vector<JointRows<S, Dim>>& rows);
   template <int M, int MK, int H>
   void eliminate_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
+  template <class L>
+  void pass_handle_loads(Node& n, Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
   template <int M, int MK, int H>
   void recover_single(Node& n, Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
   void eliminate_multiple(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);

@@ -23,13 +23,16 @@ auto single_sizes(bool uniform, int handles, F&& f) {
   };
 }
 
-// A single-joint node's handles as its kernels read them: with H handles of M rows each known at
-// compile time, handle i's offset is i M and the node's r = H M rows are a fixed size.
+// A node's handles as the kernels read them: with H handles of MK rows each known at compile
+// time (a chain's inner node, H = 2), handle i's offset is i MK and the node's r = H MK rows are a
+// fixed size; with Eigen::Dynamic, the node's offset arena says. M: the rows of the joint a
+// single-joint kernel eliminates (W is M x r).
 template <class S, int M, int MK, int H>
-struct SingleLayout {
+struct NodeLayout {
   static constexpr bool fixed = H != Eigen::Dynamic;
   static_assert(!fixed || MK == M, "a fixed handle count needs uniform rows");
   static constexpr int R = fixed ? H * M : Eigen::Dynamic;
+  static constexpr int mk = MK;  // each handle's rows, if fixed
   template <class Node>
   static int size(const Node& n) {
     if constexpr (fixed) return H;
@@ -40,6 +43,12 @@ struct SingleLayout {
     if constexpr (fixed) return i * M;
     else return n.o(i);
   }
+  /// The rows m_i of handle i.
+  template <class Node>
+  static int m(const Node& n, int i) {
+    if constexpr (MK != Eigen::Dynamic) return MK;
+    else return n.o(i + 1) - n.o(i);
+  }
   template <class Node>
   static Eigen::Map<Eigen::Matrix<S, R, R>> K_hat(const Node& n) { return {n.K_r.data(), n.rows(), n.rows()}; }
   template <class Node>
@@ -49,6 +58,10 @@ struct SingleLayout {
   template <class Node>
   static Eigen::Map<Eigen::Matrix<S, M, R>> W(const Node& n) { return {n.single->W.data(), M, n.rows()}; }
 };
+
+// Any node's layout (no single-joint kernel: W is not read).
+template <class S>
+using AnyLayout = NodeLayout<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic>;
 
 template <class S, int Dim>
 HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides> sides, InverseMethod method,
@@ -250,12 +263,12 @@ void HandleTree<S, Dim>::put_load(Node& c, int a, const Eigen::MatrixBase<Derive
 // One joint of M rows between the children (chains, trees), in the handles' rows: Z is M x M,
 // Y_i m_i x M, W_i M x m_i. MK is M when every handle of the node has M rows (a chain of one joint
 // type: fixed sizes throughout), else Eigen::Dynamic; H is 2 for such a node with two handles
-// (SingleLayout: fixed offsets too), else Eigen::Dynamic.
+// (NodeLayout: fixed offsets too), else Eigen::Dynamic.
 template <class S, int Dim>
 template <int M, int MK, int H>
 void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
   using MatM = Eigen::Matrix<S, M, M>;
-  using L = SingleLayout<S, M, MK, H>;
+  using L = NodeLayout<S, M, MK, H>;
   const Eliminated& x = n.eliminated.front();
   const JointRows<S, Dim>& jr = rows[static_cast<std::size_t>(x.joint)];
   Single& e = *n.single;
@@ -302,28 +315,34 @@ void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], co
   }
 }
 
+// Handle coincidence (paper 001, Eqs. 32-33): each handle's multipliers passed to the same
+// handle in the child it comes from, read in layout L.
+template <class S, int Dim>
+template <class L>
+void HandleTree<S, Dim>::pass_handle_loads(Node& n, Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
+  const auto f_hat = L::f_hat(n);
+  for (int i = 0; i < L::size(n); ++i) {
+    const auto src = n.from[static_cast<std::size_t>(i)];
+    put_load(*side[src.side], src.index, f_hat.template segment<L::mk>(L::o(n, i), L::m(n, i)), rows);
+  }
+}
+
 // The node's handle loads passed to the children's same handles (paper 001, Eqs. 32-33), and
 // lambda = beta_hat - sum_j W_j lambda_j (paper 004, Eq. 45, in the handles' rows) to the
 // children's eliminated handles.
 template <class S, int Dim>
 template <int M, int MK, int H>
 void HandleTree<S, Dim>::recover_single(Node& n, Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
-  using L = SingleLayout<S, M, MK, H>;
-  const auto f_hat = L::f_hat(n);
-  for (int i = 0; i < L::size(n); ++i) {
-    const auto src = n.from[static_cast<std::size_t>(i)];
-    const int mi = MK == Eigen::Dynamic ? rows_at(n, i) : MK;
-    put_load(*side[src.side], src.index, f_hat.template segment<MK>(L::o(n, i), mi), rows);
-  }
+  using L = NodeLayout<S, M, MK, H>;
+  pass_handle_loads<L>(n, side, rows);
   const Eliminated& x = n.eliminated.front();
   Single& e = *n.single;
   Eigen::Map<Eigen::Matrix<S, M, 1>> lambda(e.lambda.data());
   lambda = Eigen::Map<const Eigen::Matrix<S, M, 1>>(e.beta_hat.data());
   const auto W = L::W(n);
-  for (int j = 0; j < L::size(n); ++j) {
-    const int mj = MK == Eigen::Dynamic ? rows_at(n, j) : MK;
-    lambda.noalias() -= W.template block<M, MK>(0, L::o(n, j), M, mj) * f_hat.template segment<MK>(L::o(n, j), mj);
-  }
+  const auto f_hat = L::f_hat(n);
+  for (int j = 0; j < L::size(n); ++j)
+    lambda.noalias() -= W.template block<M, MK>(0, L::o(n, j), M, L::m(n, j)) * f_hat.template segment<MK>(L::o(n, j), L::m(n, j));
   put_load(*side[0], x.left, lambda, rows);
   put_load(*side[1], x.right, lambda, rows);
 }
@@ -468,17 +487,15 @@ void HandleTree<S, Dim>::assemble_bias_node(int id, const std::vector<JointRows<
 template <class S, int Dim>
 template <int M, int MK, int H>
 void HandleTree<S, Dim>::bias_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
-  using L = SingleLayout<S, M, MK, H>;
+  using L = NodeLayout<S, M, MK, H>;
   const Eliminated& x = n.eliminated.front();
   Single& e = *n.single;
   const Eigen::Matrix<S, M, 1> rhs = single_rhs<M>(x, side, rows);
   Eigen::Map<Eigen::Matrix<S, M, 1>>(e.beta_hat.data()).noalias() = Eigen::Map<const Eigen::Matrix<S, M, M>>(e.Z_inverse.data()) * rhs;
   const auto W = L::W(n);
   auto b_hat = L::b_hat(n);
-  for (int i = 0; i < L::size(n); ++i) {
-    const int mi = MK == Eigen::Dynamic ? rows_at(n, i) : MK;
-    b_hat.template segment<MK>(L::o(n, i), mi).noalias() += W.template block<M, MK>(0, L::o(n, i), M, mi).transpose() * rhs;
-  }
+  for (int i = 0; i < L::size(n); ++i)
+    b_hat.template segment<MK>(L::o(n, i), L::m(n, i)).noalias() += W.template block<M, MK>(0, L::o(n, i), M, L::m(n, i)).transpose() * rhs;
 }
 
 template <class S, int Dim>
@@ -502,14 +519,11 @@ void HandleTree<S, Dim>::disassemble_node(int id, const std::vector<JointRows<S,
   Node& n = node(id);
   const AssemblyNode& a = tree_->node(id);
   Node* const side[2] = {&node(a.left), &node(a.right)};
-  if (uses_single(n)) {  // its kernel passes the handles' loads down too
+  if (uses_single(n)) {  // its kernel passes the handles' loads down too, in its fixed sizes
     dispatch_rows(n.eliminated.front().rows, single_sizes(n.uniform, n.size(), [&]<int M, int MK, int H>() { recover_single<M, MK, H>(n, side, rows); }));
     return;
   }
-  for (int i = 0; i < n.size(); ++i) {  // handle coincidence (paper 001, Eqs. 32-33)
-    const auto src = n.from[static_cast<std::size_t>(i)];
-    put_load(*side[src.side], src.index, n.f_hat().segment(n.o(i), rows_at(n, i)), rows);
-  }
+  pass_handle_loads<AnyLayout<S>>(n, side, rows);
   // lambda = beta_hat - sum_j W_j lambda_j (paper 004, Eq. 45); the children's eliminated handles
   // get their loads from it.
   if (n.m > 0) {
