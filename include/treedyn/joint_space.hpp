@@ -71,6 +71,7 @@ struct TreeJoint {
   // the same numbers, as x * 1 + y * 0 + z * 0 is x).
   bool parent_turned = true, child_turned = true;
   bool unit_constraints = false;    // D = [I; 0] at every state (spherical, fixed joints)
+  bool translates = true;           // X(q) moves the child frame's origin (prismatic, cylindrical, planar, free)
 };
 
 /// A tree joint at the current state.

@@ -41,6 +41,12 @@ unsigned child_axes(JointType type);
 /// Constraint subspace D (6 x (6 - dof)): orthonormal, D' H = 0.
 void constraint_subspace(JointType type, const Mat3& Fp, const Mat3& Fc, SubspaceRef D);  // D: 6 x (6 - dof)
 
+/// True where relative_transform() moves the origin (p may be nonzero): prismatic, cylindrical,
+/// planar, free.
+inline bool translating(JointType type) {
+  return type == JointType::Prismatic || type == JointType::Cylindrical || type == JointType::Planar || type == JointType::Free;
+}
+
 /// True where constraint_subspace() is [I; 0] at every state (spherical: the global translations;
 /// fixed: I).
 inline bool unit_constraint_subspace(JointType type) { return type == JointType::Spherical || type == JointType::Fixed; }

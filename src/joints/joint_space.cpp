@@ -31,7 +31,8 @@ using namespace joint_kinematics;
   Vec3 p;
   relative_transform(t.type, q + t.q_offset, R, p);
   const Mat3 Fc = Fp * R;
-  const Vec3 o = P.r + A_P * t.parent_frame.origin + Fp * p;
+  Vec3 o = P.r + A_P * t.parent_frame.origin;
+  if (t.translates) o += Fp * p;  // else p = 0
   const Mat3 A_C = t.child_turned ? Mat3(Fc * t.child_frame.rotation.transpose()) : Fc;
   C.q = Quat(A_C).normalized();
   C.r = o - A_C * t.child_frame.origin;
@@ -41,16 +42,34 @@ using namespace joint_kinematics;
 }
 
 /// A tree joint's child twist and the joint's kappa, from its parent's twist and v (after place_joint).
+/// kappa = Hdot v + [w_P x (H v)_lin; 0], where column c of Hdot is w x H_c with w the angular
+/// velocity of the frame the column is fixed in (child_axes; subspace_rate()). The cross product is
+/// linear, so with H v split by frame, H v = (H v)_P + (H v)_C, Hdot v = [w_P x (H v)_P + w_C x (H v)_C]
+/// half by half: four cross products for any joint instead of two per column, two where every
+/// column turns with the parent, one for a spherical joint's H = [0; F_c]. The same sum as
+/// subspace_rate()'s columns times v in another order: equal within round-off
+/// (JointSpace.SubspaceRateMatchesFiniteDifferencesOfH states the bound).
 [[gnu::always_inline]] inline void move_joint(const TreeJoint& t, const double* v, SystemState& bodies, JointMotion& m) {
   const BodyState& P = state_of(bodies, t.parent);
   BodyState& C = bodies[static_cast<std::size_t>(t.child)];
-  const Eigen::Map<const Eigen::VectorXd> vj(v + t.v_offset, t.nv);
-  const Vec6 Hv = subspace_times<Vec6>(m.HD, t.nv, vj);
+  const double* vj = v + t.v_offset;
+  if (t.type == JointType::Spherical) {  // H = [0; F_c] (subspaces()): H v = [0; F_c v], kappa = [0; w_C x F_c v]
+    const Vec3 Hv_w = m.HD.bottomLeftCorner<3, 3>() * Eigen::Map<const Vec3>(vj);
+    C.w = P.w + Hv_w;
+    C.v = P.v + P.w.cross(m.point - P.r) + C.w.cross(C.r - m.point);
+    m.kappa << Vec3::Zero(), C.w.cross(Hv_w);
+    return;
+  }
+  Vec6 Hv_P = Vec6::Zero(), Hv_C = Vec6::Zero();
+  for (int c = 0; c < t.nv; ++c) ((t.child_axes >> c) & 1u ? Hv_C : Hv_P) += m.HD.col(c) * vj[c];
+  const Vec6 Hv = Hv_P + Hv_C;
   C.w = P.w + Hv.tail<3>();
   C.v = P.v + P.w.cross(m.point - P.r) + Hv.head<3>() + C.w.cross(C.r - m.point);
-  m.kappa.setZero();  // Hdot vj, a column at a time
-  for (int c = 0; c < t.nv; ++c) m.kappa += subspace_rate_column(t, m.HD, c, P.w, C.w) * vj(c);
-  m.kappa.head<3>() += P.w.cross(Hv.head<3>());
+  if (t.child_axes == 0)  // every column in the parent (revolute, prismatic, cylindrical, planar): H v = (H v)_P
+    m.kappa << P.w.cross(Hv.head<3>() + Hv.head<3>()), P.w.cross(Hv.tail<3>());
+  else
+    m.kappa << P.w.cross(Hv_P.head<3>() + Hv.head<3>()) + C.w.cross(Hv_C.head<3>()),
+               P.w.cross(Hv_P.tail<3>()) + C.w.cross(Hv_C.tail<3>());
 }
 
 }  // namespace
@@ -72,6 +91,7 @@ JointSpace::JointSpace(const Model& model, const Topology& topology)
     t.parent_turned = t.parent_frame.rotation != Mat3::Identity();
     t.child_turned = t.child_frame.rotation != Mat3::Identity();
     t.unit_constraints = unit_constraint_subspace(t.type);
+    t.translates = translating(t.type);
     t.q_offset = nq_;
     t.v_offset = nv_;
     nq_ += t.nq;

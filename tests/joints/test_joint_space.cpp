@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <random>
 
 #include "joints/joint_kinematics.hpp"
@@ -33,6 +34,9 @@ Eigen::VectorXd random_vector(int n, std::mt19937& rng) {
   for (int i = 0; i < n; ++i) v(i) = u(rng);
   return v;
 }
+
+const JointType kJointTypes[] = {JointType::Revolute,  JointType::Prismatic, JointType::Cylindrical, JointType::Universal,
+                                 JointType::Spherical, JointType::Planar,    JointType::Fixed,       JointType::Free};
 
 }  // namespace
 
@@ -123,11 +127,9 @@ TEST(JointSpace, MotionAndConstraintSubspacesAreOrthonormalComplements) {
 // subspaces() fills [H D] by fixed-size blocks for a spherical joint: it must give what
 // motion_subspace() and constraint_subspace() give side by side, to the last bit, for every type.
 TEST(JointSpace, SubspacesAreTheMotionAndConstraintSubspacesSideBySide) {
-  const JointType types[] = {JointType::Revolute,  JointType::Prismatic, JointType::Cylindrical, JointType::Universal,
-                             JointType::Spherical, JointType::Planar,    JointType::Fixed,       JointType::Free};
   const Mat3 Fp = Quat(0.9, 0.1, -0.3, 0.2).normalized().toRotationMatrix();
   const Mat3 Fc = Quat(0.4, -0.7, 0.5, 0.3).normalized().toRotationMatrix();
-  for (const JointType type : types) {
+  for (const JointType type : kJointTypes) {
     const int nv = joint_nv(type);
     Mat6 expected = Mat6::Constant(NAN), HD = Mat6::Constant(NAN);
     joint_kinematics::motion_subspace(type, Fp, Fc, expected.leftCols(nv));
@@ -135,6 +137,18 @@ TEST(JointSpace, SubspacesAreTheMotionAndConstraintSubspacesSideBySide) {
     joint_kinematics::subspaces(type, Fp, Fc, HD);
     EXPECT_TRUE(HD.allFinite()) << "type " << static_cast<int>(type);  // every entry written
     EXPECT_EQ(HD, expected) << "type " << static_cast<int>(type);
+  }
+}
+
+// place() adds F_p p to the joint point only for the types translating() names: every other
+// type's relative_transform() must leave p at zero, whatever its coordinates.
+TEST(JointSpace, OnlyTranslatingJointsMoveTheOrigin) {
+  const double q[7] = {0.3, -0.8, 0.5, 0.6, -0.2, 0.1, 0.4};
+  for (const JointType type : kJointTypes) {
+    Mat3 R;
+    Vec3 p;
+    joint_kinematics::relative_transform(type, q, R, p);
+    EXPECT_EQ(joint_kinematics::translating(type), p != Vec3::Zero()) << "type " << static_cast<int>(type);
   }
 }
 
@@ -199,8 +213,8 @@ TEST(JointSpace, InconsistentStateIsReportedNamingTheJoint) {
 }
 
 // Hdot (subspace_rate(), from the bodies' angular velocities alone) against central differences
-// of H along the motion q(t) (constant v), for every joint type; move()'s kappa, made from Hdot's
-// columns without holding them, is Hdot v + [w_P x (H v)_lin; 0] to the last bit.
+// of H along the motion q(t) (constant v), for every joint type; move()'s kappa, made without
+// holding Hdot, is Hdot v + [w_P x (H v)_lin; 0] within the round-off of summing in another order.
 TEST(JointSpace, SubspaceRateMatchesFiniteDifferencesOfH) {
   const Model m = test::joint_zoo();
   const JointSpace js(m, Topology(m));
@@ -225,7 +239,7 @@ TEST(JointSpace, SubspaceRateMatchesFiniteDifferencesOfH) {
   const auto [sp, mp] = motion_at(h);
   const auto [sm, mm] = motion_at(-h);
   const auto [s0, m0] = motion_at(0.0);
-  int checked = 0;
+  int checked = 0, turning = 0;  // turning: kappa far above the round-off bound (not a comparison of zeros)
   for (std::size_t k = 0; k < m0.size(); ++k) {
     const TreeJoint& t = js.tree()[k];
     SubspaceMatrix Hdot;
@@ -236,11 +250,19 @@ TEST(JointSpace, SubspaceRateMatchesFiniteDifferencesOfH) {
     EXPECT_LT((fd - Hdot).cwiseAbs().maxCoeff(), 1e-8) << "tree joint " << k;
     const auto vj = v.segment(t.v_offset, t.nv);
     Vec6 kappa = subspace_times<Vec6>(Hdot, t.nv, vj);
-    kappa.head<3>() += state_of(s0, t.parent).w.cross(subspace_times<Vec6>(m0[k].HD, t.nv, vj).head<3>());
-    EXPECT_EQ(kappa, m0[k].kappa) << "tree joint " << k;
+    const Vec3& w_P = state_of(s0, t.parent).w;
+    kappa.head<3>() += w_P.cross(subspace_times<Vec6>(m0[k].HD, t.nv, vj).head<3>());
+    // The same bilinear sum in another order (move() crosses w with H v split by frame): every
+    // entry is at most 2 nv + 2 products w_i H_ci v_c (H's columns have unit norm) summed, so the
+    // two roundings differ by a few eps times w_max sum_c |v_c|; 16 eps bounds it with room.
+    const double w_max = std::max(w_P.cwiseAbs().maxCoeff(), state_of(s0, t.child).w.cwiseAbs().maxCoeff());
+    const double bound = 16 * std::numeric_limits<double>::epsilon() * w_max * vj.cwiseAbs().sum();
+    turning += kappa.cwiseAbs().maxCoeff() > 1e3 * bound;
+    EXPECT_LE((kappa - m0[k].kappa).cwiseAbs().maxCoeff(), bound) << "tree joint " << k;
     ++checked;
   }
   EXPECT_EQ(checked, 8);  // the zoo's moving joints: six in the chain, the free and the reversed universal
+  EXPECT_EQ(turning, 6);  // all but the two from the ground: the chain's first (w_P = 0) and the free (w_C x w_C = 0)
 }
 
 // Error messages name a state entry by its joint: every coordinate and rate of the zoo's tree
