@@ -98,7 +98,8 @@ bool spherical_unit_rows(const std::vector<dc::JointRows<S, 6>>& rows, const typ
 }
 
 // H: the leaf's handle count if fixed at compile time (2, a chain's inner body), else
-// Eigen::Dynamic; every handle has 3 rows, so handle a's rows start at 3 a.
+// Eigen::Dynamic; every handle has 3 rows, so handle a's rows start at 3 a. The signs go into the
+// arms, s_h l_h (negation is exact, so s_a s_c K~_ac comes out bit for bit as if multiplied after).
 template <class S, int H>
 void spherical_mobility_rows(S inverse_mass, const Mat3T<S>& J_inverse, std::span<const Vec3T<S>> l,
                              typename dc::HandleTree<S, 6>::Node& leaf) {
@@ -107,19 +108,22 @@ void spherical_mobility_rows(S inverse_mass, const Mat3T<S>& J_inverse, std::spa
   assert(leaf.rows() == 3 * leaf.size());
   Eigen::Map<Eigen::Matrix<S, R, R>> K_hat(leaf.K_r.data(), leaf.rows(), leaf.rows());
   const int h = H == Eigen::Dynamic ? leaf.size() : H;
-  for (int a = 0; a < h; ++a) {
+  auto signed_arm = [&](int a) {
     const V3& la = l[static_cast<std::size_t>(a)];
+    return leaf.holds_p[static_cast<std::size_t>(a)] != 0 ? V3(-la) : la;  // unit_sign: -1 on the p side
+  };
+  for (int a = 0; a < h; ++a) {
+    const V3 la = signed_arm(a);
+    const S sa = dc::HandleTree<S, 6>::unit_sign(leaf.holds_p[static_cast<std::size_t>(a)] != 0);
     Mat3T<S> P;
     for (int j = 0; j < 3; ++j) P.col(j) = la.cross(V3(J_inverse.col(j)));
-    const S sa = dc::HandleTree<S, 6>::unit_sign(leaf.holds_p[static_cast<std::size_t>(a)] != 0);
     for (int c = a; c < h; ++c) {
-      const V3& lc = l[static_cast<std::size_t>(c)];
+      const V3 lc = signed_arm(c);
       const S sign = sa * dc::HandleTree<S, 6>::unit_sign(leaf.holds_p[static_cast<std::size_t>(c)] != 0);
-      Mat3T<S> K;
+      auto K = K_hat.template block<3, 3>(3 * a, 3 * c);
       for (int i = 0; i < 3; ++i) K.row(i) = lc.cross(V3(P.row(i).transpose())).transpose();
-      K.diagonal().array() += inverse_mass;
-      K_hat.template block<3, 3>(3 * a, 3 * c) = sign * K;
-      if (c != a) K_hat.template block<3, 3>(3 * c, 3 * a) = sign * K.transpose();
+      K.diagonal().array() += sign * inverse_mass;
+      if (c != a) K_hat.template block<3, 3>(3 * c, 3 * a) = K.transpose();
     }
   }
 }
