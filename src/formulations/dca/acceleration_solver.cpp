@@ -24,12 +24,10 @@ AccelerationSolver::AccelerationSolver(const Model& model, const Topology& topol
       wrenches_(model.bodies.size()),
       F_e_(model.bodies.size()),
       J_inverse_(model.bodies.size()),
-      inertia_inverse_(model.bodies.size()),
+      inertia_(principal_inertias(model)),
       handle_offset_(model.bodies.size() + 1, 0) {
-  for (int b = 0; b < model.body_count(); ++b) {
+  for (int b = 0; b < model.body_count(); ++b)
     handle_offset_[static_cast<std::size_t>(b) + 1] = handle_offset_[static_cast<std::size_t>(b)] + core_.leaf(b).size();
-    inertia_inverse_[static_cast<std::size_t>(b)] = model.bodies[static_cast<std::size_t>(b)].inertia.inverse();
-  }
   handle_l_.resize(static_cast<std::size_t>(handle_offset_.back()));
   vdot_.setZero(joints_.nv());
 }
@@ -91,12 +89,13 @@ void AccelerationSolver::joint_rows(int j) {
 void AccelerationSolver::leaf_coefficients(int b) {
   const Body& body = model_.bodies[static_cast<std::size_t>(b)];
   const BodyState& s = bodies_[static_cast<std::size_t>(b)];
-  const Mat3 A = s.q.toRotationMatrix();
+  const PrincipalInertia& J = inertia_[static_cast<std::size_t>(b)];
+  const Mat3 axes = J.axes(s.q);  // the body's principal axes, global
   Mat3& Ji = J_inverse_[static_cast<std::size_t>(b)];
-  Ji = A * inertia_inverse_[static_cast<std::size_t>(b)] * A.transpose();
+  Ji = J.inverse(axes);
   Vec6& F = F_e_[static_cast<std::size_t>(b)];
   F = wrenches_[static_cast<std::size_t>(b)];
-  F.tail<3>() -= s.w.cross(A * (body.inertia * (A.transpose() * s.w)));  // w x (J w), J = A J_body A'
+  F.tail<3>() -= s.w.cross(J.times(axes, s.w));  // w x (J w)
   auto& leaf = core_.leaf(b);
   const std::span<Vec3> l = handles_of(b);
   for (std::size_t h = 0; h < l.size(); ++h) l[h] = points_[static_cast<std::size_t>(leaf.handles[h])] - s.r;

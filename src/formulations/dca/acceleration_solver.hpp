@@ -6,6 +6,7 @@
 #pragma once
 
 #include "../common/joint_tree.hpp"
+#include "kinematics/principal_inertia.hpp"
 #include "treedyn/formulation.hpp"
 #include "treedyn/loads.hpp"
 #include "treedyn/stage_timer.hpp"
@@ -68,7 +69,8 @@ class AccelerationSolver {
   std::vector<Vec3> points_;
   std::vector<Rows6> rows_;
   std::vector<Vec6> wrenches_, F_e_;
-  std::vector<Mat3> J_inverse_, inertia_inverse_;  // global (per evaluation), body frame (constant)
+  std::vector<Mat3> J_inverse_;           // global (per evaluation)
+  std::vector<PrincipalInertia> inertia_;  // body frame, in principal axes (constant)
   std::vector<Vec3> handle_l_;                     // l_h of every body's handles, body after body
   std::vector<int> handle_offset_;                 // where each body's l_h start
   std::span<Vec3> handles_of(int b);

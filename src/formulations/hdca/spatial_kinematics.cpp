@@ -13,7 +13,7 @@ SpatialKinematics<S>::SpatialKinematics(const Model& model, const Topology& topo
       bodies_(initial_state(model)),
       blocks_(loop_joints_.size()),
       wrenches_(model.bodies.size()),
-      inertia_inverse_(model.bodies.size()),
+      inertia_(principal_inertias(model)),
       loop_point_(loop_joints_.size(), Point::Zero()),
       inverse_inertia_(model.bodies.size()),
       loop_rows_(loop_joints_.size()) {
@@ -24,10 +24,7 @@ SpatialKinematics<S>::SpatialKinematics(const Model& model, const Topology& topo
     D_.resize(joints_.tree().size());
     applied_.assign(model.bodies.size(), Vec::Zero());
   }
-  for (std::size_t b = 0; b < model.bodies.size(); ++b) {
-    inertia_inverse_[b] = model.bodies[b].inertia.inverse();
-    inverse_inertia_[b].inverse_mass = S(1.0 / model.bodies[b].mass);
-  }
+  for (std::size_t b = 0; b < model.bodies.size(); ++b) inverse_inertia_[b].inverse_mass = S(1.0 / model.bodies[b].mass);
 }
 
 template <class S>
@@ -35,8 +32,7 @@ void SpatialKinematics<S>::place(const Eigen::Ref<const Eigen::VectorXd>& q, con
   joints_.place(q, bodies_, motion_);  // serial: each body after its parent
   parallel.for_each(model_.body_count(), [&](int i) {
     const auto b = static_cast<std::size_t>(i);
-    const Mat3 A = bodies_[b].q.toRotationMatrix();
-    inverse_inertia_[b].J_inverse = (A * inertia_inverse_[b] * A.transpose()).cast<S>();
+    inverse_inertia_[b].J_inverse = inertia_[b].inverse(inertia_[b].axes(bodies_[b].q)).cast<S>();
     if constexpr (!kDouble) com_[b] = bodies_[b].r.cast<S>();
   });
   if constexpr (!kDouble)

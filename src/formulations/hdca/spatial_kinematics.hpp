@@ -17,6 +17,7 @@
 
 #include "../common/joint_tree.hpp"
 #include "geometry.hpp"
+#include "kinematics/principal_inertia.hpp"
 #include "treedyn/loads.hpp"
 #include "treedyn/parallel.hpp"
 
@@ -113,7 +114,7 @@ class SpatialKinematics {
   std::vector<JointMotion> motion_;
   std::vector<ConstraintBlock> blocks_;  // per loop-closing joint
   std::vector<Vec6> wrenches_;
-  std::vector<Mat3> inertia_inverse_;  // body frame
+  std::vector<PrincipalInertia> inertia_;  // body frame, in principal axes
   std::vector<Point> loop_point_;
   std::vector<typename G::InverseInertia> inverse_inertia_;
   std::vector<Rows> loop_rows_;
