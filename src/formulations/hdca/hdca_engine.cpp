@@ -240,9 +240,9 @@ void Engine<Kin>::momentum_rates(double t, Eigen::Ref<Eigen::VectorXd> pdot, Sta
     const TreeJoint& tj = tree_joints[static_cast<std::size_t>(k)];
     const Vec P_bar = tree_load({k, S(1), child_handle_[static_cast<std::size_t>(k)]}, tj.child);
     const auto& H = kin_.H(k);
-    const auto& Hdot = kin_.Hdot(k);
     const Vec& A = A_[static_cast<std::size_t>(k)];
-    for (int c = 0; c < tj.nv; ++c) pdot(tj.v_offset + c) = Hdot.col(c).dot(P_bar) + H.col(c).dot(A);
+    kin_.Hdot_transpose_times(k, P_bar, pdot.segment(tj.v_offset, tj.nv));
+    for (int c = 0; c < tj.nv; ++c) pdot(tj.v_offset + c) += H.col(c).dot(A);
   });
   mark(timer, 6);
 }

@@ -58,7 +58,12 @@ class PlanarKinematics {
   const Rows& loop_rows(int j) const { return loop_rows_[slot(j)]; }
 
   void move(double t, std::span<const Vec> V);
-  const Subspace& Hdot(int k) const { return Hdot_[static_cast<std::size_t>(k)]; }
+  /// Hdot' x of tree joint k into out(0..nv-1) (SpatialKinematics' interface).
+  template <class Out>
+  void Hdot_transpose_times(int k, const Vec& x, Out&& out) const {
+    const Subspace& Hdot = Hdot_[static_cast<std::size_t>(k)];
+    for (Eigen::Index c = 0; c < Hdot.cols(); ++c) out(c) = Hdot.col(c).dot(x);
+  }
   const Vec& applied(int b) const { return applied_[static_cast<std::size_t>(b)]; }
   void loop_rate_loads(int j, const Vec& sigma, Vec& on_parent, Vec& on_child) const;
 

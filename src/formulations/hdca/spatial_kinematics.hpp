@@ -5,7 +5,7 @@
 //
 // The engine (hdca_engine.hpp) reads, after place(q): each body's centre of mass and inverse
 // inertia; each tree joint's point o, H and D; each loop joint's handle point and velocity-level
-// rows. After move(t, V) with the bodies' twists: each tree joint's Hdot (made on demand), each
+// rows. After move(t, V) with the bodies' twists: each tree joint's Hdot' x (Hdot not formed), each
 // body's applied load, and each loop joint's Jdot' sigma. PlanarKinematics offers the same in the
 // plane.
 #pragma once
@@ -72,12 +72,26 @@ class SpatialKinematics {
 
   /// The bodies' twists at their centres of mass, at time t: rates and loads.
   void move(double t, std::span<const Vec> V);
-  /// Made on each call from the twists of the last move() (no allocation).
-  Subspace Hdot(int k) const {
-    SubspaceMatrix Hdot;
-    joints_.subspace_rate(k, bodies_, motion_[static_cast<std::size_t>(k)], Hdot);
-    if constexpr (kDouble) return Hdot;
-    else return Hdot.cast<S>();
+  /// Hdot' x of tree joint k into out(0..nv-1), from the twists of the last move(), without forming
+  /// Hdot: its column c is w x H_c half by half, w the angular velocity of the body the column turns
+  /// with (JointSpace::subspace_rate), and (w x h) . y = h . (y x w), so
+  /// Hdot_c' x = H_c' [x_lin x w; x_ang x w]: two cross products per body the columns turn with,
+  /// where Hdot costs two per column.
+  template <class Out>
+  void Hdot_transpose_times(int k, const Vec& x, Out&& out) const {
+    const TreeJoint& t = joints_.tree()[static_cast<std::size_t>(k)];
+    auto turned = [&](int body) {  // in double, as the kinematics (in float: x's entries widened, exactly)
+      const Vec3& w = state_of(bodies_, body).w;
+      Vec y;
+      y << x.template head<3>().template cast<double>().cross(w).template cast<S>(),
+          x.template tail<3>().template cast<double>().cross(w).template cast<S>();
+      return y;
+    };
+    const unsigned every = (1u << t.nv) - 1u;
+    const Vec x_C = t.child_axes != 0 ? turned(t.child) : Vec::Zero();
+    const Vec x_P = t.child_axes != every ? turned(t.parent) : Vec::Zero();
+    const auto& H_k = H(k);
+    for (int c = 0; c < t.nv; ++c) out(c) = H_k.col(c).dot((t.child_axes >> c) & 1u ? x_C : x_P);
   }
   const Vec& applied(int b) const {
     if constexpr (kDouble) return wrenches_[static_cast<std::size_t>(b)];
