@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <random>
 
 #include "allocation_counter.hpp"
+#include "formulations/hdca/spatial_kinematics.hpp"
 #include "support.hpp"
 #include "treedyn/generators.hpp"
 #include "treedyn/joint_space.hpp"
@@ -182,6 +185,42 @@ TEST(Hdca, RightHandSideAllocatesNothing) {
     auto f = make_formulation("hdca", share(m), {});
     EXPECT_EQ(test::rhs_allocations(*f), 0) << m.name;
   }
+}
+
+// Hdot' x without Hdot (SpatialKinematics::Hdot_transpose_times, paper 001 Eq. 77) against
+// subspace_rate()'s Hdot, transposed and applied, for every joint type of the zoo at a random
+// pose and random body twists. Each entry sums at most 12 products w_i H_ci x_j (H's columns have
+// unit norm) in another order: the two roundings differ by a few eps w_max |x|_1; 16 eps bounds it.
+TEST(Hdca, HdotTransposeTimesIsSubspaceRateTransposedTimes) {
+  const Model m = test::joint_zoo();
+  const Topology topology(m);
+  hdca::SpatialKinematics<double> kin(m, topology, nullptr);
+  std::mt19937 rng(6);
+  const Eigen::VectorXd q = test::random_coordinates(kin.joints(), rng);
+  kin.place(q, Parallel());
+  std::vector<Vec6> V(m.bodies.size());
+  for (Vec6& v : V) v = Vec6::Random();
+  kin.move(0.0, V);
+  SystemState s = initial_state(m);  // the same pose and twists, for subspace_rate
+  std::vector<JointMotion> motion;
+  kin.joints().place(q, s, motion);
+  for (std::size_t b = 0; b < s.size(); ++b) s[b].w = V[b].tail<3>();
+  int turning = 0;
+  for (std::size_t k = 0; k < motion.size(); ++k) {
+    const TreeJoint& t = kin.joints().tree()[k];
+    if (t.nv == 0) continue;  // fixed joint
+    SubspaceMatrix Hdot;
+    kin.joints().subspace_rate(static_cast<int>(k), s, motion[k], Hdot);
+    const Vec6 x = Vec6::Random();
+    Eigen::VectorXd out(t.nv);
+    kin.Hdot_transpose_times(static_cast<int>(k), x, out);
+    const Eigen::VectorXd expected = Hdot.transpose() * x;
+    const double w_max = std::max(state_of(s, t.parent).w.cwiseAbs().maxCoeff(), state_of(s, t.child).w.cwiseAbs().maxCoeff());
+    const double bound = 16 * std::numeric_limits<double>::epsilon() * w_max * x.cwiseAbs().sum();
+    EXPECT_LE((out - expected).cwiseAbs().maxCoeff(), bound) << "tree joint " << k;
+    turning += expected.cwiseAbs().maxCoeff() > 1e3 * bound;
+  }
+  EXPECT_GE(turning, 7);  // every moving joint but the chain's first (its parent, the ground, does not turn)
 }
 
 TEST(Hdca, RefusesDriversWithAClearMessage) {

@@ -15,19 +15,6 @@ using namespace treedyn;
 
 namespace {
 
-Eigen::VectorXd random_coordinates(const JointSpace& js, std::mt19937& rng) {
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  Eigen::VectorXd q(js.nq());
-  for (int i = 0; i < js.nq(); ++i) q(i) = u(rng);
-  for (const TreeJoint& t : js.tree())
-    if (t.type == JointType::Spherical || t.type == JointType::Free) {
-      auto Q = q.segment<4>(t.q_offset + (t.type == JointType::Free ? 3 : 0));
-      Q(0) = std::abs(Q(0)) + 0.1;  // canonical sign
-      Q.normalize();
-    }
-  return q;
-}
-
 Eigen::VectorXd random_vector(int n, std::mt19937& rng) {
   std::uniform_real_distribution<double> u(-1.0, 1.0);
   Eigen::VectorXd v(n);
@@ -49,7 +36,7 @@ TEST(JointSpace, ForwardKinematicsSatisfiesEveryJointConstraint) {
   SystemState s = initial_state(m);
   std::vector<JointMotion> motion;
   for (int trial = 0; trial < 5; ++trial) {
-    js.forward_kinematics(random_coordinates(js, rng), random_vector(js.nv(), rng), s, motion);
+    js.forward_kinematics(test::random_coordinates(js, rng), random_vector(js.nv(), rng), s, motion);
     for (const Joint& j : m.joints) {
       ConstraintBlock b;
       joint_constraint(j, state_of(s, j.parent), state_of(s, j.child), b);
@@ -69,7 +56,7 @@ TEST(JointSpace, PlaceThenMoveIsForwardKinematicsBitForBit) {
   const Model m = test::joint_zoo();
   const JointSpace js(m, Topology(m));
   std::mt19937 rng(6);
-  const Eigen::VectorXd q = random_coordinates(js, rng), v = random_vector(js.nv(), rng);
+  const Eigen::VectorXd q = test::random_coordinates(js, rng), v = random_vector(js.nv(), rng);
   SystemState one = initial_state(m), two = initial_state(m);
   std::vector<JointMotion> m_one, m_two;
   js.forward_kinematics(q, v, one, m_one);
@@ -98,7 +85,7 @@ TEST(JointSpace, CoordinatesInvertForwardKinematics) {
   std::mt19937 rng(2);
   SystemState s = initial_state(m);
   std::vector<JointMotion> motion;
-  const Eigen::VectorXd q = random_coordinates(js, rng), v = random_vector(js.nv(), rng);
+  const Eigen::VectorXd q = test::random_coordinates(js, rng), v = random_vector(js.nv(), rng);
   js.forward_kinematics(q, v, s, motion);
   Eigen::VectorXd q2, v2;
   js.coordinates(s, q2, v2, 1e-9);
@@ -112,7 +99,7 @@ TEST(JointSpace, MotionAndConstraintSubspacesAreOrthonormalComplements) {
   std::mt19937 rng(3);
   SystemState s = initial_state(m);
   std::vector<JointMotion> motion;
-  js.forward_kinematics(random_coordinates(js, rng), random_vector(js.nv(), rng), s, motion);
+  js.forward_kinematics(test::random_coordinates(js, rng), random_vector(js.nv(), rng), s, motion);
   ASSERT_EQ(motion.size(), js.tree().size());
   for (std::size_t k = 0; k < motion.size(); ++k) {
     const JointMotion& jm = motion[k];
@@ -158,7 +145,7 @@ TEST(JointSpace, RelativeAccelerationIsHvdotPlusKappa) {
   const Model m = test::joint_zoo();
   const JointSpace js(m, Topology(m));
   std::mt19937 rng(4);
-  const Eigen::VectorXd q0 = random_coordinates(js, rng), v0 = random_vector(js.nv(), rng), vdot = random_vector(js.nv(), rng);
+  const Eigen::VectorXd q0 = test::random_coordinates(js, rng), v0 = random_vector(js.nv(), rng), vdot = random_vector(js.nv(), rng);
   auto state_at = [&](double t) {  // integrate q with tiny RK4 steps
     Eigen::VectorXd y(js.nq() + js.nv());
     y << q0, v0;
@@ -219,7 +206,7 @@ TEST(JointSpace, SubspaceRateMatchesFiniteDifferencesOfH) {
   const Model m = test::joint_zoo();
   const JointSpace js(m, Topology(m));
   std::mt19937 rng(5);
-  const Eigen::VectorXd q0 = random_coordinates(js, rng), v = random_vector(js.nv(), rng);
+  const Eigen::VectorXd q0 = test::random_coordinates(js, rng), v = random_vector(js.nv(), rng);
   auto motion_at = [&](double t) {
     Eigen::VectorXd q = q0;
     if (t != 0.0) {

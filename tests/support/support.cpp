@@ -140,6 +140,19 @@ Body box(const std::string& name, const Vec3& position, double angle) {
   return b;
 }
 
+Eigen::VectorXd random_coordinates(const JointSpace& js, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Eigen::VectorXd q(js.nq());
+  for (int i = 0; i < js.nq(); ++i) q(i) = u(rng);
+  for (const TreeJoint& t : js.tree())
+    if (t.type == JointType::Spherical || t.type == JointType::Free) {
+      auto Q = q.segment<4>(t.q_offset + (t.type == JointType::Free ? 3 : 0));
+      Q(0) = std::abs(Q(0)) + 0.1;  // canonical sign
+      Q.normalize();
+    }
+  return q;
+}
+
 /// One joint of every type along a chain, a free body, and a reversed universal joint (its model
 /// parent is further from ground than its child).
 Model joint_zoo() {

@@ -33,6 +33,7 @@ Eigen::Vector4d double_pendulum_rate(const Eigen::Vector4d& s, double m, double 
 }  // namespace treedyn::test
 
 #include "treedyn/formulations.hpp"
+#include "treedyn/joint_space.hpp"
 #include "treedyn/simulation.hpp"
 
 namespace treedyn::test {
@@ -73,6 +74,10 @@ Body box(const std::string& name, const Vec3& position, double angle);
 /// planar, fixed), a body on a free joint, and a reversed universal joint (its model parent is
 /// further from ground than its child).
 Model joint_zoo();
+
+/// Random joint coordinates of a joint space: entries in [-1, 1], each quaternion normalised with
+/// w > 0.
+Eigen::VectorXd random_coordinates(const JointSpace& js, std::mt19937& rng);
 
 /// Three links (spherical, then revolute joint) floating freely, spinning and drifting, no gravity.
 Model floating_chain();
