@@ -100,12 +100,21 @@ struct JointRows {
     rows = n;
     unit_rows = false;
   }
+  /// True when these are the unit rows set_tree_rows found for n rows and `unit_at_every_state`
+  /// says D stays [I; 0] (the caller knows it: TreeJoint::unit_constraints, a spherical or fixed
+  /// joint): they are the rows set_tree_rows would keep, without D's entries compared again.
+  bool keeps_unit_rows(bool unit_at_every_state, int n) const { return unit_at_every_state && unit_rows && rows == n; }
   /// A tree joint's rows D' (V_c - V_p) = r from its constraint subspace D (Dim x n): G_c = D',
   /// G_p = -D', r zero. Rows that are already the unit rows of the same D == [I; 0] (a spherical
-  /// joint's, pass after pass) are kept as they are: only r is cleared.
+  /// joint's, pass after pass) are kept as they are: only r is cleared; with
+  /// `unit_at_every_state`, without comparing D's entries (keeps_unit_rows).
   template <class Derived>
-  void set_tree_rows(const Eigen::MatrixBase<Derived>& D) {
+  void set_tree_rows(const Eigen::MatrixBase<Derived>& D, bool unit_at_every_state = false) {
     const int n = static_cast<int>(D.cols());
+    if (keeps_unit_rows(unit_at_every_state, n)) {
+      r.setZero();
+      return;
+    }
     bool unit = true;  // D == [I; 0] exactly (an element loop: Eigen's isIdentity costs more than the rest)
     for (int c = 0; c < n && unit; ++c)
       for (int i = 0; i < Dim; ++i)

@@ -154,7 +154,7 @@ TREEDYN_MOBILITY_ROWS(float, 3)
 
 void tree_rows(const TreeJoint& joint, const JointMotion& motion, const Vec6& bias, Rows6& rows) {
   const int n = 6 - motion.nv;
-  if (joint.unit_constraints && rows.unit_rows && rows.rows == n) {  // D' bias = bias.head(n); the rest of r stays zero
+  if (rows.keeps_unit_rows(joint.unit_constraints, n)) {  // D' bias = bias.head(n); the rest of r stays zero
     for (int i = 0; i < n; ++i) rows.r(i) = bias(i);
     return;
   }

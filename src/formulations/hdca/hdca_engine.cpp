@@ -159,17 +159,9 @@ void Engine<Kin>::joint_rows(int j) {
     rows = kin_.loop_rows(j);
     return;
   }
-  // A spatial joint whose D is [I; 0] at every state (TreeJoint::unit_constraints: spherical,
-  // fixed) keeps the unit rows set_tree_rows found at the first pass, as set_tree_rows itself
-  // would after checking D's entries again.
-  if constexpr (Vec::RowsAtCompileTime == 6) {
-    const int n = 6 - kin_.joints().tree()[static_cast<std::size_t>(k)].nv;
-    if (kin_.joints().tree()[static_cast<std::size_t>(k)].unit_constraints && rows.unit_rows && rows.rows == n) {
-      rows.r.setZero();
-      return;
-    }
-  }
-  rows.set_tree_rows(kin_.D(k));
+  // A spatial joint whose D is [I; 0] at every state (spherical, fixed) keeps its unit rows
+  // without D's entries compared each pass, as dca's tree_rows does.
+  rows.set_tree_rows(kin_.D(k), Vec::RowsAtCompileTime == 6 && kin_.joints().tree()[static_cast<std::size_t>(k)].unit_constraints);
 }
 
 /// xi_hk = S(l_h)' M^-1 S(l_k) and xi_h0 = S(l_h)' M^-1 P (paper 001 Eqs. 15-16, paper 004
