@@ -4,6 +4,7 @@
 // write-then-read reproduces the Model exactly.
 #pragma once
 
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,10 @@ Model read_model_file(const std::string& path, const std::vector<ModelOverride>&
 /// Canonical JSON text of a model. Throws ModelError if the model holds a C++ callback function,
 /// which has no JSON form.
 std::string write_model_json(const Model& model);
+/// The same text written to `out` as it is made, a body or joint at a time, for models too large
+/// to hold their text whole (30 MB at 65,536 bodies). Throws as above (for a callback, before
+/// anything is written); a failed write is left in out's state for the caller to check.
+void write_model_json(const Model& model, std::ostream& out);
 
 void write_model_file(const Model& model, const std::string& path);
 

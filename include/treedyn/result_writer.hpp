@@ -15,6 +15,8 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -109,6 +111,9 @@ class ResultWriter : public SampleSink {
 /// Writes `text` to `path` whole or not at all (a temporary file beside it, then renamed over it);
 /// throws std::runtime_error naming the file and the system's error.
 void write_file_atomically(const std::string& path, const std::string& text);
+/// As above, the text being what `write` puts into the stream it is given, for text too large
+/// to hold whole. An exception from `write` removes the temporary file and passes on.
+void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write);
 
 /// summary.json text for a result.
 std::string summary_json(const Model& model, const SimulationResult& result);

@@ -139,7 +139,7 @@ ResultWriter::ResultWriter(const Model& model, const std::string& directory, con
   // (ModelError), and a disk too full for model.json fails the CSVs' first rows too, which the
   // run then reports.
   try {
-    write_file_atomically(directory + "/model.json", write_model_json(model));
+    write_file_atomically(directory + "/model.json", [&](std::ostream& out) { write_model_json(model, out); });
   } catch (const std::runtime_error&) {
   }
   const char* extension = kExtensions[format == OutputFormat::Npy ? 1 : 0];
@@ -464,13 +464,22 @@ void ResultWriter::finish(const SimulationResult& result) {
   if (!late_failure.empty() && result.completed()) throw std::runtime_error(late_failure);
 }
 
-void write_file_atomically(const std::string& path, const std::string& text) {
+void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
   const std::string temporary = path + ".partial";
-  std::FILE* f = open_file(temporary);
+  std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+  if (!out) write_failed(temporary, errno);
   errno = 0;
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0;
-  const int error = errno != 0 ? errno : EIO;
-  if (std::fclose(f) != 0 || !written) {
+  try {
+    write(out);
+  } catch (...) {
+    out.close();
+    std::remove(temporary.c_str());
+    throw;
+  }
+  out.flush();
+  const int error = errno != 0 ? errno : EIO;  // the failed write's, when one failed
+  out.close();
+  if (!out) {
     std::remove(temporary.c_str());
     write_failed(path, error);
   }
@@ -480,6 +489,10 @@ void write_file_atomically(const std::string& path, const std::string& text) {
     std::remove(temporary.c_str());
     throw std::runtime_error("cannot write " + path + ": " + renamed.message());
   }
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  write_file_atomically(path, [&](std::ostream& out) { out.write(text.data(), static_cast<std::streamsize>(text.size())); });
 }
 
 }  // namespace treedyn
