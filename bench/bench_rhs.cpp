@@ -113,8 +113,8 @@ void TreePass(benchmark::State& state) {
     sides[j] = {b.parent, b.child, m};
     rows[j].reset(m);
     rows[j].compliance = 1e-9;
-    if (b.parent != kGround) rows[j].G_p.topRows(m) = b.J_P;
-    rows[j].G_c.topRows(m) = b.J_C;
+    if (b.parent != kGround) rows[j].edit_G_p().topRows(m) = b.J_P;
+    rows[j].edit_G_c().topRows(m) = b.J_C;
     rows[j].r.head(m).setConstant(1e-6);
   }
   Tree core(tree, sides, InverseMethod::Cholesky, dc::LeafBlocks::Shared);

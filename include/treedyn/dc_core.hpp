@@ -52,6 +52,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <memory>
 #include <span>
@@ -75,14 +76,19 @@ struct Types {
 };
 
 /// A joint's equations as its two bodies see them: G_p x_p + G_c x_c + c lambda = r, in the first
-/// `rows` rows; the remaining rows of G_p, G_c and r are zero (fixed-size storage, no heap). The
-/// compliance c is zero for a hard constraint; the augmented Lagrangian of paper 000 gives every
-/// joint c = 1/alpha (the I/alpha of its matrix C, Eq. 35), which keeps Z positive definite even
-/// when the constraints are redundant or singular.
+/// `rows` rows; the remaining rows of G_p, G_c and r are zero. The compliance c is zero for a hard
+/// constraint; the augmented Lagrangian of paper 000 gives every joint c = 1/alpha (the I/alpha of
+/// its matrix C, Eq. 35), which keeps Z positive definite even when the constraints are redundant
+/// or singular.
+///
+/// Storage: r and the scalars in place; G_p and G_c (two Dim x Dim blocks, 576 bytes in double at
+/// Dim = 6) on the heap, made the first time they are written (edit_G_p(), edit_G_c()) and
+/// kept, so that a pass that rewrites them allocates nothing. Unit rows (below) have none: a
+/// spherical chain's joints are 72 bytes each instead of 640, and the pass reads r and the flags
+/// from contiguous memory. Copies are deep.
 template <class S, int Dim>
 struct JointRows {
   using RowsMat = typename Types<S, Dim>::RowsMat;  // the first `rows` rows, all the kernels read, contiguous
-  RowsMat G_p = RowsMat::Zero(), G_c = RowsMat::Zero();
   typename Types<S, Dim>::Vec r = Types<S, Dim>::Vec::Zero();
   S compliance = S(0);
   int rows = 0;
@@ -91,11 +97,41 @@ struct JointRows {
   /// multiply by G, with the same result. Only set_tree_rows sets the flag, and it keeps rows it
   /// finds flagged: rows that were set by set_tree_rows are rewritten only after reset() (which
   /// clears it). Loop rows, written in place, are never flagged.
+  /// (Cleared by hand, rows that were unit rows read as zero until written.)
   bool unit_rows = false;
+
+  JointRows() = default;
+  JointRows(const JointRows& o) : r(o.r), compliance(o.compliance), rows(o.rows), unit_rows(o.unit_rows) {
+    if (o.G_) G_ = std::make_unique<Blocks>(*o.G_);
+  }
+  JointRows& operator=(const JointRows& o) {  // into the storage held (a pass's copy allocates nothing)
+    if (this == &o) return *this;
+    r = o.r;
+    compliance = o.compliance;
+    rows = o.rows;
+    unit_rows = o.unit_rows;
+    if (o.G_ && G_) *G_ = *o.G_;
+    else if (o.G_) G_ = std::make_unique<Blocks>(*o.G_);
+    else if (G_) G_->G_p.setZero(), G_->G_c.setZero();  // reads as o's: zero (or o's unit rows)
+    return *this;
+  }
+  JointRows(JointRows&&) noexcept = default;
+  JointRows& operator=(JointRows&&) noexcept = default;
+
+  /// The rows as the bodies see them: for unit rows -[I 0] and [I 0] (shared constants), for
+  /// rows never written zero. The reference is valid until the rows are next written.
+  const RowsMat& G_p() const { return read(true); }
+  const RowsMat& G_c() const { return read(false); }
+  /// For writing them (made zero on first use). Not for unit rows: reset() them first.
+  RowsMat& edit_G_p() { return write().G_p; }
+  RowsMat& edit_G_c() { return write().G_c; }
+
   /// Zeroes everything and sets the row count.
   void reset(int n) {
-    G_p.setZero();
-    G_c.setZero();
+    if (G_) {
+      G_->G_p.setZero();
+      G_->G_c.setZero();
+    }
     r.setZero();
     rows = n;
     unit_rows = false;
@@ -107,14 +143,21 @@ struct JointRows {
   /// A tree joint's rows D' (V_c - V_p) = r from its constraint subspace D (Dim x n): G_c = D',
   /// G_p = -D', r zero. Rows that are already the unit rows of the same D == [I; 0] (a spherical
   /// joint's, pass after pass) are kept as they are: only r is cleared; with
-  /// `unit_at_every_state`, without comparing D's entries (keeps_unit_rows).
+  /// `unit_at_every_state`, without comparing D's entries (keeps_unit_rows). Unit rows write no G.
   template <class Derived>
   void set_tree_rows(const Eigen::MatrixBase<Derived>& D, bool unit_at_every_state = false) {
-    const int n = static_cast<int>(D.cols());
-    if (keeps_unit_rows(unit_at_every_state, n)) {
-      r.setZero();
+    if (keeps_unit_rows(unit_at_every_state, static_cast<int>(D.cols()))) {
+      r.setZero();  // the pass's path for a ball joint: small enough to inline
       return;
     }
+    rewrite_tree_rows(D);
+  }
+
+ private:
+  /// set_tree_rows past its first test: compares D with [I; 0] and writes what differs.
+  template <class Derived>
+  void rewrite_tree_rows(const Eigen::MatrixBase<Derived>& D) {
+    const int n = static_cast<int>(D.cols());
     bool unit = true;  // D == [I; 0] exactly (an element loop: Eigen's isIdentity costs more than the rest)
     for (int c = 0; c < n && unit; ++c)
       for (int i = 0; i < Dim; ++i)
@@ -127,10 +170,40 @@ struct JointRows {
       return;
     }
     reset(n);
-    G_c.topRows(n) = D.transpose();
-    G_p.topRows(n) = -D.transpose();
-    unit_rows = unit;
+    if (unit) {
+      unit_rows = true;
+      return;
+    }
+    edit_G_c().topRows(n) = D.transpose();
+    edit_G_p().topRows(n) = -D.transpose();
   }
+
+  struct Blocks {
+    RowsMat G_p = RowsMat::Zero(), G_c = RowsMat::Zero();
+  };
+  std::unique_ptr<Blocks> G_;
+
+  Blocks& write() {
+    assert(!unit_rows && "JointRows: unit rows are not written in place; reset() them first");
+    if (!G_) G_ = std::make_unique<Blocks>();
+    return *G_;
+  }
+  const RowsMat& read(bool p_side) const {
+    if (unit_rows) return kUnit[static_cast<std::size_t>(rows)][p_side ? 1 : 0];
+    return G_ ? (p_side ? G_->G_p : G_->G_c) : kUnit[0][0];  // kUnit[0]: zero
+  }
+  /// kUnit[n][side]: [I 0] (c side) or -[I 0] (p side) in the first n rows, zero below. A static
+  /// member, not a function's static: no initialisation guard in the kernels that read rows.
+  static std::array<std::array<RowsMat, 2>, Dim + 1> unit_blocks() {
+    std::array<std::array<RowsMat, 2>, Dim + 1> b;
+    for (int m = 0; m <= Dim; ++m)
+      for (int side = 0; side < 2; ++side) {
+        b[static_cast<std::size_t>(m)][static_cast<std::size_t>(side)].setZero();
+        for (int i = 0; i < m; ++i) b[static_cast<std::size_t>(m)][static_cast<std::size_t>(side)](i, i) = side ? S(-1) : S(1);
+      }
+    return b;
+  }
+  static inline const std::array<std::array<RowsMat, 2>, Dim + 1> kUnit = unit_blocks();
 };
 
 /// Which bodies hold a joint's p and c sides, and how many rows it has.
@@ -441,7 +514,7 @@ class HandleTree {
     }
     return f;
   }
-  static const RowsMat& rows_of(const JointRows<S, Dim>& r, bool p_side) { return p_side ? r.G_p : r.G_c; }
+  static const RowsMat& rows_of(const JointRows<S, Dim>& r, bool p_side) { return p_side ? r.G_p() : r.G_c(); }
   /// The rows m_i of handle i of a node (its joint's).
   int rows_at(const Node& n, int i) const { return sides_[static_cast<std::size_t>(n.handles[static_cast<std::size_t>(i)])].rows; }
   /// A child's K_ab, b_a in its handles' rows (G_a K_ab G_b', G_a b_a), RA x RB (fixed, or Dynamic).

@@ -97,9 +97,9 @@ void consistent_right_hand_sides(Problem& p, int bodies, std::mt19937& rng) {
     const auto& s = p.sides[j];
     Rows& r = p.rows[j];
     const int jj = static_cast<int>(j);
-    r.r.head(s.rows) = r.G_c.topRows(s.rows) * p.arm.at({s.body_c, jj}).transpose() * x_star[static_cast<std::size_t>(s.body_c)];
+    r.r.head(s.rows) = r.G_c().topRows(s.rows) * p.arm.at({s.body_c, jj}).transpose() * x_star[static_cast<std::size_t>(s.body_c)];
     if (s.body_p != kGround)
-      r.r.head(s.rows) += r.G_p.topRows(s.rows) * p.arm.at({s.body_p, jj}).transpose() * x_star[static_cast<std::size_t>(s.body_p)];
+      r.r.head(s.rows) += r.G_p().topRows(s.rows) * p.arm.at({s.body_p, jj}).transpose() * x_star[static_cast<std::size_t>(s.body_p)];
   }
 }
 
@@ -117,8 +117,8 @@ Problem random_problem(const Model& m, bool shared, double compliance, std::mt19
     p.sides.push_back({b.parent, b.child, rows});
     Rows r;
     r.reset(rows);
-    if (b.parent != kGround) r.G_p.topRows(rows) = b.J_P;
-    r.G_c.topRows(rows) = b.J_C;
+    if (b.parent != kGround) r.edit_G_p().topRows(rows) = b.J_P;
+    r.edit_G_c().topRows(rows) = b.J_C;
     r.compliance = compliance;
     p.rows.push_back(r);
   }
@@ -156,8 +156,8 @@ Dense dense_solve(const Model& m, const Problem& p) {
     const auto& s = p.sides[j];
     const int o = offset[j];
     if (s.body_p != kGround)
-      J.block(o, 6 * s.body_p, s.rows, 6) = p.rows[j].G_p.topRows(s.rows) * p.arm.at({s.body_p, static_cast<int>(j)}).transpose();
-    J.block(o, 6 * s.body_c, s.rows, 6) = p.rows[j].G_c.topRows(s.rows) * p.arm.at({s.body_c, static_cast<int>(j)}).transpose();
+      J.block(o, 6 * s.body_p, s.rows, 6) = p.rows[j].G_p().topRows(s.rows) * p.arm.at({s.body_p, static_cast<int>(j)}).transpose();
+    J.block(o, 6 * s.body_c, s.rows, 6) = p.rows[j].G_c().topRows(s.rows) * p.arm.at({s.body_c, static_cast<int>(j)}).transpose();
     r.segment(o, s.rows) = p.rows[j].r.head(s.rows);
     c.segment(o, s.rows).setConstant(p.rows[j].compliance);
   }
@@ -355,7 +355,12 @@ TEST(TreeSolve, UnitRowsGiveTheNumbersOfTheMultipliedRowsBitForBit) {
     }
     consistent_right_hand_sides(p, m.body_count(), rng);
     Problem multiplied = p;
-    for (Rows& r : multiplied.rows) r.unit_rows = false;
+    for (Rows& r : multiplied.rows) {  // the same rows written out, -[I 0] and [I 0], and multiplied
+      const Rows::RowsMat G_p = r.G_p(), G_c = r.G_c();
+      r.unit_rows = false;
+      r.edit_G_p() = G_p;
+      r.edit_G_c() = G_c;
+    }
     const auto leaves = shared ? dc::LeafBlocks::Shared : dc::LeafBlocks::InRows;
     Tree unit_core(tree, p.sides, InverseMethod::Cholesky, leaves), multiplied_core(tree, p.sides, InverseMethod::Cholesky, leaves);
     for (const bool bias_only : {false, true}) {
@@ -377,8 +382,8 @@ TEST(TreeSolve, TreeRowsSetAgainAreTheRowsOfTheNewSubspace) {
     EXPECT_EQ(r.rows, n) << what;
     Rows::RowsMat G_c = Rows::RowsMat::Zero();
     G_c.topRows(n) = D.transpose();
-    EXPECT_EQ(r.G_c, G_c) << what;
-    EXPECT_EQ(r.G_p, Rows::RowsMat(-G_c)) << what;
+    EXPECT_EQ(r.G_c(), G_c) << what;
+    EXPECT_EQ(r.G_p(), Rows::RowsMat(-G_c)) << what;
     EXPECT_TRUE(r.r.isZero(0.0)) << what;
   };
   const Eigen::MatrixXd unit3 = Eigen::MatrixXd::Identity(6, 3), unit2 = Eigen::MatrixXd::Identity(6, 2);

@@ -66,8 +66,8 @@ void expect_mobility_rows(const std::array<int, 3>& counts, std::mt19937& rng, c
       ASSERT_TRUE(r.unit_rows) << what;
     } else {
       r.reset(counts[static_cast<std::size_t>(j)]);
-      r.G_p.topRows(r.rows) = Eigen::MatrixXd::NullaryExpr(r.rows, Dim, [&] { return u(rng); });
-      r.G_c.topRows(r.rows) = Eigen::MatrixXd::NullaryExpr(r.rows, Dim, [&] { return u(rng); });
+      r.edit_G_p().topRows(r.rows) = Eigen::MatrixXd::NullaryExpr(r.rows, Dim, [&] { return u(rng); });
+      r.edit_G_c().topRows(r.rows) = Eigen::MatrixXd::NullaryExpr(r.rows, Dim, [&] { return u(rng); });
     }
     offset.push_back(offset.back() + r.rows);
   }
@@ -91,7 +91,7 @@ void expect_mobility_rows(const std::array<int, 3>& counts, std::mt19937& rng, c
   };
   auto G = [&](int h) -> Eigen::MatrixXd {
     const auto& r = rows[static_cast<std::size_t>(h)];
-    return (h == 1 ? r.G_p : r.G_c).topRows(r.rows);
+    return (h == 1 ? r.G_p() : r.G_c()).topRows(r.rows);
   };
   for (int h = 0; h < 3; ++h)
     for (int k = 0; k < 3; ++k) {
@@ -145,8 +145,8 @@ TEST(Dca, TreeRowsOfAUnitJointAreItsSubspaceTimesTheBiasPassAfterPass) {
       const auto n = D.cols();
       ASSERT_EQ(rows.rows, n);
       EXPECT_EQ(rows.unit_rows, type == JointType::Spherical);
-      EXPECT_EQ(Eigen::MatrixXd(rows.G_c.topRows(n)), Eigen::MatrixXd(D.transpose())) << pass;
-      EXPECT_EQ(Eigen::MatrixXd(rows.G_p.topRows(n)), Eigen::MatrixXd(-D.transpose())) << pass;
+      EXPECT_EQ(Eigen::MatrixXd(rows.G_c().topRows(n)), Eigen::MatrixXd(D.transpose())) << pass;
+      EXPECT_EQ(Eigen::MatrixXd(rows.G_p().topRows(n)), Eigen::MatrixXd(-D.transpose())) << pass;
       EXPECT_LE((rows.r.head(n) - D.transpose() * bias).cwiseAbs().maxCoeff(), 1e-15) << pass;
       EXPECT_TRUE(rows.r.tail(6 - n).isZero(0.0)) << pass;
     }

@@ -60,8 +60,8 @@ class JointBlocks {
     for_each_block(joint, blocks, [&](int k, int at, int m) {
       const ConstraintBlock& b = blocks[static_cast<std::size_t>(k)];
       if (jacobians) {
-        if (b.parent != kGround) jr.G_p.block(at, 0, m, Dim) = to_coords(b.J_P, b.parent, m);
-        jr.G_c.block(at, 0, m, Dim) = to_coords(b.J_C, b.child, m);
+        if (b.parent != kGround) jr.edit_G_p().block(at, 0, m, Dim) = to_coords(b.J_P, b.parent, m);
+        jr.edit_G_c().block(at, 0, m, Dim) = to_coords(b.J_C, b.child, m);
       }
       jr.r.segment(at, m) = rhs(b);
     });

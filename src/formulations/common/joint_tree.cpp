@@ -175,8 +175,8 @@ void loop_rows(const ConstraintBlock& block, const Vec3& point, const BodyState&
     G.topRightCorner(n, 3) += J.rightCols<3>();
     if (acceleration) rows.r.head(n).noalias() += J.leftCols<3>() * body.w.cross(body.w.cross(l));
   };
-  side(block.J_P, P, block.parent == kGround, rows.G_p);
-  side(block.J_C, C, block.child == kGround, rows.G_c);
+  side(block.J_P, P, block.parent == kGround, rows.edit_G_p());
+  side(block.J_C, C, block.child == kGround, rows.edit_G_c());
 }
 
 }  // namespace treedyn::jc

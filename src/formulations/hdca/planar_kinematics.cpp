@@ -113,8 +113,8 @@ PlanarKinematics<S>::PlanarKinematics(const Model& model, const Topology& topolo
     sides_[static_cast<std::size_t>(j)] = {joint.parent, joint.child, 2};
     Rows& rows = loop_rows_[slot(j)];
     rows.reset(2);
-    rows.G_c(0, 0) = rows.G_c(1, 1) = S(1);  // the velocity of the child's frame origin o ...
-    rows.G_p(0, 0) = rows.G_p(1, 1) = S(-1);  // ... minus the parent's at o (plus Omega Phi w_P)
+    rows.edit_G_c()(0, 0) = rows.edit_G_c()(1, 1) = S(1);  // the velocity of the child's frame origin o ...
+    rows.edit_G_p()(0, 0) = rows.edit_G_p()(1, 1) = S(-1);  // ... minus the parent's at o (plus Omega Phi w_P)
   }
 }
 
@@ -149,7 +149,7 @@ void PlanarKinematics<S>::place(const Eigen::Ref<const Eigen::VectorXd>& q, cons
     const Point o_C = r_[static_cast<std::size_t>(c)] + rotate(theta_[static_cast<std::size_t>(c)], g.s_C);
     const Point o_P = p == kGround ? g.s_P : Point(r_[static_cast<std::size_t>(p)] + rotate(theta_[static_cast<std::size_t>(p)], g.s_P));
     loop_point_[slot(j)] = o_C;
-    loop_rows_[slot(j)].G_p.template block<2, 1>(0, 2) = p == kGround ? Point::Zero() : G::turn(S(1), o_C - o_P);
+    loop_rows_[slot(j)].edit_G_p().template block<2, 1>(0, 2) = p == kGround ? Point::Zero() : G::turn(S(1), o_C - o_P);
   }
 }
 

@@ -49,12 +49,12 @@ void SpatialKinematics<S>::place(const Eigen::Ref<const Eigen::VectorXd>& q, con
     ConstraintBlock& block = blocks_[slot(j)];
     joint_constraint(joint, P, C, block);
     const Vec3 point = C.r + C.q * joint.child_frame.origin;
-    jc::Rows6 rows;
+    jc::Rows6& rows = loop_scratch_;
     jc::loop_rows(block, point, P, C, -block.phi_t, /*acceleration=*/false, rows);
     Rows& out = loop_rows_[slot(j)];
     out.rows = rows.rows;
-    out.G_p = rows.G_p.cast<S>();
-    out.G_c = rows.G_c.cast<S>();
+    out.edit_G_p() = rows.G_p().cast<S>();
+    out.edit_G_c() = rows.G_c().cast<S>();
     out.r = rows.r.cast<S>();
     loop_point_[slot(j)] = point.cast<S>();
   }

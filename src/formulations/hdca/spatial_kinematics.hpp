@@ -132,6 +132,7 @@ class SpatialKinematics {
   std::vector<Point> loop_point_;
   std::vector<typename G::InverseInertia> inverse_inertia_;
   std::vector<Rows> loop_rows_;
+  jc::Rows6 loop_scratch_;  // a loop joint's rows in double before rounding (its G made once, not per pass)
   // Float only: the results above rounded to float.
   std::vector<Point> com_, tree_point_;
   std::vector<Subspace> H_, D_;
