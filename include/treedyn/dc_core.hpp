@@ -84,7 +84,7 @@ struct Types {
 /// Storage: r and the scalars in place; G_p and G_c (two Dim x Dim blocks, 576 bytes in double at
 /// Dim = 6) on the heap, made the first time they are written (edit_G_p(), edit_G_c()) and
 /// kept, so that a pass that rewrites them allocates nothing. Unit rows (below) have none: a
-/// spherical chain's joints are 72 bytes each instead of 640, and the pass reads r and the flags
+/// spherical chain's joints are 80 bytes each instead of 640, and the pass reads r and the flags
 /// from contiguous memory. Copies are deep.
 template <class S, int Dim>
 struct JointRows {
