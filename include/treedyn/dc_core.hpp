@@ -122,6 +122,8 @@ struct JointRows {
   /// rows never written zero. The reference is valid until the rows are next written.
   const RowsMat& G_p() const { return read(true); }
   const RowsMat& G_c() const { return read(false); }
+  /// The sign of unit rows on each side: G_p = -[I 0], G_c = [I 0].
+  static S unit_sign(bool p_side) { return p_side ? S(-1) : S(1); }
   /// For writing them (made zero on first use). Not for unit rows: reset() them first.
   RowsMat& edit_G_p() { return write().G_p; }
   RowsMat& edit_G_c() { return write().G_c; }
@@ -199,7 +201,7 @@ struct JointRows {
     for (int m = 0; m <= Dim; ++m)
       for (int side = 0; side < 2; ++side) {
         b[static_cast<std::size_t>(m)][static_cast<std::size_t>(side)].setZero();
-        for (int i = 0; i < m; ++i) b[static_cast<std::size_t>(m)][static_cast<std::size_t>(side)](i, i) = side ? S(-1) : S(1);
+        for (int i = 0; i < m; ++i) b[static_cast<std::size_t>(m)][static_cast<std::size_t>(side)](i, i) = unit_sign(side == 1);
       }
     return b;
   }
@@ -393,7 +395,7 @@ class HandleTree {
     return f;
   }
   /// For unit rows (JointRows::unit_rows): G on the p side is -[I 0], on the c side [I 0].
-  static S unit_sign(bool p_side) { return p_side ? S(-1) : S(1); }
+  static S unit_sign(bool p_side) { return JointRows<S, Dim>::unit_sign(p_side); }
   /// Calls f.template operator()<M>() with M = m, each row count 1..Dim compiled as a fixed size;
   /// std::logic_error for any other m.
   template <class F>
