@@ -58,6 +58,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "treedyn/linalg.hpp"
@@ -396,25 +397,42 @@ class HandleTree {
   }
   /// For unit rows (JointRows::unit_rows): G on the p side is -[I 0], on the c side [I 0].
   static S unit_sign(bool p_side) { return JointRows<S, Dim>::unit_sign(p_side); }
-  /// Calls f.template operator()<M>() with M = m, each row count 1..Dim compiled as a fixed size;
-  /// std::logic_error for any other m.
+  /// Whether the single-joint kernels (and a leaf's mobility rows) are compiled for m rows as a
+  /// fixed size. Each fixed size instantiates every kernel once more, and the kernels' Eigen
+  /// expressions are most of the library's compile time (most of CI's), so only the row counts of
+  /// the joint types (model.hpp) are: in space 3 (spherical, planar), 4 (universal, cylindrical),
+  /// 5 (revolute, prismatic), 6 (fixed); in the plane 2 (revolute, prismatic), 3 (fixed). Single
+  /// precision in space (hdca's spatial float instance; paper 004's single precision is planar)
+  /// compiles none. Any other node takes the general kernel: the same equations in dynamic sizes.
+  static constexpr bool kFixedKernels = Dim == 3 || std::is_same_v<S, double>;
+  static constexpr bool fixed_rows(int m) {
+    if constexpr (!kFixedKernels) return false;
+    else if constexpr (Dim >= 6) return m >= 3 && m <= 6;
+    else return m >= 2 && m <= Dim;
+  }
+  /// Calls f.template operator()<M>() with M = m when m is a fixed_rows count and returns true;
+  /// returns false for any other m (the caller takes its general, dynamic-size path).
   template <class F>
-  static void dispatch_rows(int m, F&& f) {
-    switch (m) {
-      case 1: f.template operator()<1>(); return;
-      case 2: f.template operator()<2>(); return;
-      case 3: f.template operator()<3>(); return;
-      default: break;
-    }
-    if constexpr (Dim >= 6) {
+  static bool dispatch_rows(int m, F&& f) {
+    if constexpr (!kFixedKernels) {
+      (void)m, (void)f;
+      return false;
+    } else if constexpr (Dim >= 6) {
       switch (m) {
-        case 4: f.template operator()<4>(); return;
-        case 5: f.template operator()<5>(); return;
-        case 6: f.template operator()<6>(); return;
-        default: break;
+        case 3: f.template operator()<3>(); return true;
+        case 4: f.template operator()<4>(); return true;
+        case 5: f.template operator()<5>(); return true;
+        case 6: f.template operator()<6>(); return true;
+        default: return false;
+      }
+    } else {
+      static_assert(Dim == 3, "a tree of dimension 3 or 6");
+      switch (m) {
+        case 2: f.template operator()<2>(); return true;
+        case 3: f.template operator()<3>(); return true;
+        default: return false;
       }
     }
-    throw std::logic_error("dc::HandleTree: " + std::to_string(m) + " rows in a tree of dimension " + std::to_string(Dim));
   }
 
   /// The assembly, the base connection and the disassembly in one call and one parallel region
@@ -530,7 +548,7 @@ class HandleTree {
   Eigen::Matrix<S, M, 1> single_rhs(const Eliminated& x, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) const;
   static bool uses_single(const Node& n) {
     return n.eliminated.size() == 1 && n.eliminated.front().left >= 0 && n.eliminated.front().right >= 0 &&
-           n.size() <= kMaxSingleHandles;
+           n.size() <= kMaxSingleHandles && fixed_rows(n.eliminated.front().rows);
   }
 
   const AssemblyTree* tree_;

@@ -137,10 +137,11 @@ void mobility_rows(S inverse_mass, const AngularInverse<S, Dim>& J_inverse, std:
     if (spherical_unit_rows<S>(rows, leaf))
       return leaf.size() == 2 ? spherical_mobility_rows<S, 2>(inverse_mass, J_inverse, l, leaf)
                               : spherical_mobility_rows<S, Eigen::Dynamic>(inverse_mass, J_inverse, l, leaf);
-  if (const int m = leaf.uniform_rows(); m > 0)
-    dc::HandleTree<S, Dim>::dispatch_rows(m, [&]<int M>() { mobility_rows_sized<S, Dim, M>(inverse_mass, J_inverse, l, rows, leaf); });
-  else
-    mobility_rows_sized<S, Dim, Eigen::Dynamic>(inverse_mass, J_inverse, l, rows, leaf);
+  const int m = leaf.uniform_rows();  // 0 when the handles' rows differ
+  if (m > 0 && dc::HandleTree<S, Dim>::dispatch_rows(
+                   m, [&]<int M>() { mobility_rows_sized<S, Dim, M>(inverse_mass, J_inverse, l, rows, leaf); }))
+    return;
+  mobility_rows_sized<S, Dim, Eigen::Dynamic>(inverse_mass, J_inverse, l, rows, leaf);
 }
 
 #define TREEDYN_MOBILITY_ROWS(S, Dim)                                                                           \
