@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/LU>
+#include <Eigen/QR>
+#include <cmath>
 #include <random>
+#include <string>
 
 #include "treedyn/linalg.hpp"
 #include "treedyn/small_inverse.hpp"
@@ -154,4 +157,38 @@ TEST(SmallInverse, SymmetricEigenAndTheSingularSolvesAreExact) {
   SymmetricEigen<double, 6> eigen(5);
   ASSERT_TRUE(eigen.compute(A));
   EXPECT_LT((eigen.eigenvectors() * eigen.eigenvalues().asDiagonal() * eigen.eigenvectors().transpose() - A).cwiseAbs().maxCoeff(), 1e-13);
+}
+
+// PsdSolver counts a matrix as singular when the trace of the inverse of A scaled to a unit
+// diagonal, sum_j A_jj (A^-1)_jj, reaches 1 / relative_pivot (a near-null direction spread over
+// many rows, which no single pivot shows). It first tries a cheap upper bound of that trace and
+// computes it exactly only where the bound does not settle the verdict; the verdict must be the
+// exact trace's on either side of the limit. The trace T here comes from Eigen's LU inverse of
+// the scaled matrix; relative pivots of 0.9 / T and 1.1 / T sit 10 % either side of the limit, and
+// 1e-3 / T far inside it, for dense matrices with a spread near-null direction and for diagonal
+// ones (where the bound equals the trace: L is diagonal).
+TEST(SmallInverse, PsdSolverCallsSingularExactlyWhereTheScaledInverseTraceReachesTheLimit) {
+  std::mt19937 rng(41);
+  auto check = [](const Eigen::MatrixXd& A, const std::string& what) {
+    const Eigen::VectorXd d = A.diagonal().cwiseSqrt().cwiseInverse();
+    const Eigen::MatrixXd scaled = d.asDiagonal() * A * d.asDiagonal();
+    const double T = scaled.fullPivLu().inverse().trace();
+    const Eigen::Index n = A.rows();
+    // The other test, the smallest Cholesky pivot against the largest diagonal entry, passes
+    // here at every one of these relative pivots: the trace decides.
+    const double pivot2 = Eigen::LLT<Eigen::MatrixXd>(A).matrixLLT().diagonal().cwiseAbs2().minCoeff();
+    ASSERT_GT(pivot2, 1.1 / T * A.diagonal().maxCoeff()) << what;
+    PsdSolver<double> solver(n);
+    for (const double share : {1e-3, 0.9, 1.1}) {
+      solver.compute(A, share / T);
+      EXPECT_EQ(solver.singular(), share > 1.0) << what << ": trace " << T << ", relative pivot " << share << " / trace";
+    }
+  };
+  for (const int n : {3, 12, 60}) {
+    const Eigen::MatrixXd Q = random_matrix(n, rng).householderQr().householderQ();
+    Eigen::VectorXd lambda = Eigen::VectorXd::LinSpaced(n, 0.0, 1.0).unaryExpr([](double x) { return std::pow(10.0, -3.0 * x); });
+    lambda(n - 1) = 1e-7;  // one near-null direction, spread over every row by Q
+    check(Q * lambda.asDiagonal() * Q.transpose(), "dense, n = " + std::to_string(n));
+    check(Eigen::VectorXd::LinSpaced(n, 1.0, 2.0).asDiagonal().toDenseMatrix(), "diagonal, n = " + std::to_string(n));
+  }
 }
