@@ -59,6 +59,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "treedyn/linalg.hpp"
@@ -411,28 +412,13 @@ class HandleTree {
     else return m >= 2 && m <= Dim;
   }
   /// Calls f.template operator()<M>() with M = m when m is a fixed_rows count and returns true;
-  /// returns false for any other m (the caller takes its general, dynamic-size path).
+  /// returns false for any other m (the caller takes its general, dynamic-size path). Only the
+  /// fixed_rows counts are instantiated.
   template <class F>
   static bool dispatch_rows(int m, F&& f) {
-    if constexpr (!kFixedKernels) {
-      (void)m, (void)f;
-      return false;
-    } else if constexpr (Dim >= 6) {
-      switch (m) {
-        case 3: f.template operator()<3>(); return true;
-        case 4: f.template operator()<4>(); return true;
-        case 5: f.template operator()<5>(); return true;
-        case 6: f.template operator()<6>(); return true;
-        default: return false;
-      }
-    } else {
-      static_assert(Dim == 3, "a tree of dimension 3 or 6");
-      switch (m) {
-        case 2: f.template operator()<2>(); return true;
-        case 3: f.template operator()<3>(); return true;
-        default: return false;
-      }
-    }
+    return [&]<int... I>(std::integer_sequence<int, I...>) {
+      return (call_if_fixed<I + 1>(m, f) || ...);
+    }(std::make_integer_sequence<int, Dim>{});
   }
 
   /// The assembly, the base connection and the disassembly in one call and one parallel region
@@ -533,6 +519,18 @@ class HandleTree {
       f.noalias() = rows_of(ja, pa).template block<R, Dim>(0, 0, m, Dim).transpose() * lambda;
     }
     return f;
+  }
+  /// dispatch_rows for one count M.
+  template <int M, class F>
+  static bool call_if_fixed(int m, F& f) {
+    if constexpr (fixed_rows(M)) {
+      if (m != M) return false;
+      f.template operator()<M>();
+      return true;
+    } else {
+      (void)m, (void)f;
+      return false;
+    }
   }
   static const RowsMat& rows_of(const JointRows<S, Dim>& r, bool p_side) { return p_side ? r.G_p() : r.G_c(); }
   /// The rows m_i of handle i of a node (its joint's).
