@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -67,14 +66,6 @@ const std::map<std::pair<std::string, std::string>, NotOk>& expected_not_ok() {
       {{"chain128", "fully-implicit"}, {"warning", "methods that keep the energy do: half-implicit, ali3", "half-implicit"}},
   };
   return table;
-}
-
-std::vector<std::string> shipped_models() {
-  std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(TREEDYN_MODELS_DIR))
-    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 class EveryModel : public ::testing::TestWithParam<std::string> {};
@@ -146,7 +137,7 @@ TEST_P(EveryModel, EveryFormulationAtItsDefaultsIsOkAndRightOrSaysWhyNot) {
     EXPECT_EQ(status[n.advised], "ok") << name << ": advised " << n.advised << " (\"" << n.advice << "\")";
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, EveryModel, ::testing::ValuesIn(shipped_models()),
+INSTANTIATE_TEST_SUITE_P(Models, EveryModel, ::testing::ValuesIn(test::shipped_models()),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

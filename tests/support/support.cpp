@@ -2,13 +2,23 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "treedyn/model_builder.hpp"
 
 namespace treedyn::test {
 
 std::string model_path(const std::string& name) { return std::string(TREEDYN_MODELS_DIR) + "/" + name + ".json"; }
+
+std::vector<std::string> shipped_models() {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(TREEDYN_MODELS_DIR))
+    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
 
 BodyState moved(const BodyState& s, const Vec6& twist, double h) {
   BodyState out = s;

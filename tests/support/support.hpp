@@ -5,12 +5,15 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "treedyn/kinematics.hpp"
 
 namespace treedyn::test {
 
 std::string model_path(const std::string& name);  // models/<name>.json
+/// The names of every model in models/ (<name>.json), sorted.
+std::vector<std::string> shipped_models();
 
 /// Advances a body state rigidly by a twist for time h: r += h v, q = exp(h w) q.
 BodyState moved(const BodyState& s, const Vec6& twist, double h);
