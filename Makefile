@@ -4,8 +4,9 @@
 #   make test  installs what is missing, builds, runs every test with ctest
 # and the rest:
 #   make install PREFIX=dir   headers, libtreedyn, the treedyn command, CMake package, pkg-config
-#   make sanitize             the whole test suite built and run under AddressSanitizer and
-#                             UndefinedBehaviorSanitizer (build-sanitize/)
+#   make sanitize             the C++ test suite built and run under AddressSanitizer and
+#                             UndefinedBehaviorSanitizer (build-sanitize/), but for the long
+#                             scenarios tests/schedule/schedule.cmake leaves out there
 #   make bench                the micro-benchmarks (figures in docs/benchmarks.md)
 BUILD    ?= build
 JOBS     ?= $(shell nproc)

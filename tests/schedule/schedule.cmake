@@ -1,0 +1,83 @@
+# Which tests run first, and which long scenarios the sanitized build leaves out.
+#
+# Order. ctest -j starts tests in descending COST. A build tree that has run its tests before
+# keeps their times (Testing/Temporary/CTestCostData.txt) and orders by those; a clean clone, as
+# in CI, has none, so every test costs 0 and they start in the order declared, which leaves the
+# longest (declared late: the step-choice runs, the CLI, the examples, the Python suite) running
+# alone at the end while the other core waits. treedyn_test_costs gives them their seconds so that
+# they start first. Only the order changes.
+#
+# Each entry: name | whole seconds in the Release build | whole seconds in the sanitized build
+# (make sanitize), "-" where that build has no such test or leaves it out. Seconds measured on
+# dev-2c (docs/benchmarks.md, "CI's time, session 21").
+set(treedyn_test_costs
+  [=[Models/EveryModel.EveryFormulationAtItsDefaultsIsOkAndRightOrSaysWhyNot/chain128  # GetParam() = "chain128"|294|-]=]
+  [=[Python.PytestSuite|140|-]=]
+  [=[Examples.BuiltAgainstTheInstalledPackageTheyRunAndPrintTheExpected|70|235]=]
+  [=[Models/EveryModel.EveryFormulationAtItsDefaultsIsOkAndRightOrSaysWhyNot/loop8  # GetParam() = "loop8"|42|-]=]
+  [=[Models/EveryModel.EveryFormulationAtItsDefaultsIsOkAndRightOrSaysWhyNot/planar_four_bar  # GetParam() = "planar_four_bar"|21|-]=]
+  [=[Models/EveryModel.EveryFormulationAtItsDefaultsIsOkAndRightOrSaysWhyNot/double_loop8  # GetParam() = "double_loop8"|16|-]=]
+  [=[Cli.EstimateErrorCatchesTheFourBarsBranchSwitchThatTheConstraintsCannotSee|16|-]=]
+  [=[Simulation.ARunWhoseEstimateShrankFarSlowerThanItsOrderIsAdvisedAMethodNotAStep|12|-]=]
+  [=[Simulation.ARunThatCameNearASingularPositionIsAdvisedAMethodNotAStep|11|-]=]
+  [=[Simulation.ARunLeftToChooseItsStepRunsAgainAtTheAdvisedStepAndIsOk|10|250]=]
+  [=[Cli.ProgressReachesALogEveryFewSeconds|10|12]=]
+  [=[Ali3.LongChainsRunAtTheirDefaultPenalty|6|-]=]
+  [=[Simulator.ALadderOfCoupledFourBarsSwingsAsItsEquivalentCompoundPendulum|6|-]=]
+  [=[Cli.ARunThatLeftItsAccuracyEndsWarningWithTheCheckThatFailed|3|-]=]
+  [=[Simulation.AFixedStepRunBeyondItsAccuracyNamesAStepThatMeetsIt|4|-]=]
+  [=[Simulation.ARunNearASingularPositionOfItsLoopsIsCheckedByARefinedCompanionFromThere|3|85]=]
+  [=[ImportMjcf.TheFilesOwnHumanoidGoesThroughConnectorBodiesWithinTheirStatedMassFraction|3|87]=]
+  [=[Cli.BigRunsAreDecimatedToTheirSizeBudget|1|71]=]
+  [=[Cli.JointsCsvIsTheJointCoordinatesOfTheBodyStates|1|64]=]
+  [=[Simulator.PdControllerHoldsThePendulumAtItsStaticEquilibrium|1|49]=]
+  [=[ImportMjcf.HumanoidSwingingFromItsWeldedTorsoFollowsMuJoCosFineRk4Run|2|46]=]
+  [=[Dca.DefaultStabilisationKeepsTheFourBarOnItsBranch|1|44]=]
+  [=[Reference.ConservesEnergyToTheIntegrationTolerance|4|41]=]
+)
+
+# Left out of the sanitized build. Under the sanitizers (-O1, ASan + UBSan) the tests run 25 to 60
+# times slower than in Release; these seven ran 114 to 277 s each there on dev-2c, 1,390 s of the
+# suite's ~3,000, for long runs (10 to 30 s of simulated time, up to 219,000 steps, or 2,048
+# bodies) whose code the sanitized build runs in shorter tests, named with each. The Release build
+# runs them all. ctest lists them as "Not Run (Disabled)".
+set(treedyn_sanitized_left_out
+  # 2,048-body chain, 100 steps: ali3's code on chains in Ali3.ChainsLoseNoEnergyUnderBothProjections
+  # and Models/Ali3AtDefaults.*/chain128.
+  [=[Ali3.LongChainsRunAtTheirDefaultPenalty]=]
+  # Backward Euler on the four-bar over 30 s, 219,000 steps to its Newton failure: the failure at
+  # an aligned position in Implicit.ANewtonFailureAtASingularPositionSaysSoAndNamesWhatPassesIt,
+  # the judgement near singular positions in Simulation.ARunNearASingularPosition...FromThere.
+  [=[Simulation.ARunThatCameNearASingularPositionIsAdvisedAMethodNotAStep]=]
+  # The step choice's stop when the estimate shrinks slower than the order: the step choice itself
+  # runs in Simulation.ARunLeftToChooseItsStepRunsAgainAtTheAdvisedStepAndIsOk.
+  [=[Simulation.ARunWhoseEstimateShrankFarSlowerThanItsOrderIsAdvisedAMethodNotAStep]=]
+  # The advised step of a fixed-step run: computed, then run, in ARunLeftToChooseItsStep... too.
+  [=[Simulation.AFixedStepRunBeyondItsAccuracyNamesAStepThatMeetsIt]=]
+  # Four formulations at 1e-10 on a ladder of eight loops: coupled loops in
+  # {Dca,Hdca}.MatchesReferenceOnCoupledLoops and Hdca.MatchesDcaOnATreeAndCoupledLoops.
+  [=[Simulator.ALadderOfCoupledFourBarsSwingsAsItsEquivalentCompoundPendulum]=]
+  # The CLI's warning and its checks over 30 s runs: the CLI's judgement and exit codes in the
+  # other Cli tests, the companion run in Simulation.ARunNearASingularPosition...FromThere.
+  [=[Cli.ARunThatLeftItsAccuracyEndsWarningWithTheCheckThatFailed]=]
+  [=[Cli.EstimateErrorCatchesTheFourBarsBranchSwitchThatTheConstraintsCannotSee]=]
+)
+
+# treedyn_test_cost(ENTRY SANITIZED NAME_VAR COST_VAR): the entry's name and its seconds in this
+# build ("-" where it has no such test).
+function(treedyn_test_cost entry sanitized name_var cost_var)
+  string(FIND "${entry}" "|" bar REVERSE)
+  string(SUBSTRING "${entry}" 0 ${bar} head)
+  math(EXPR after "${bar} + 1")
+  string(SUBSTRING "${entry}" ${after} -1 sanitized_cost)
+  string(FIND "${head}" "|" bar REVERSE)
+  string(SUBSTRING "${head}" 0 ${bar} name)
+  math(EXPR after "${bar} + 1")
+  string(SUBSTRING "${head}" ${after} -1 release_cost)
+  set(${name_var} "${name}" PARENT_SCOPE)
+  if(sanitized)
+    set(${cost_var} "${sanitized_cost}" PARENT_SCOPE)
+  else()
+    set(${cost_var} "${release_cost}" PARENT_SCOPE)
+  endif()
+endfunction()
