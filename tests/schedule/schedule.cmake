@@ -8,39 +8,46 @@
 # they start first. Only the order changes.
 #
 # Each entry: name | whole seconds in the Release build | whole seconds in the sanitized build
-# (make sanitize), "-" where that build has no such test or leaves it out. Seconds measured on
-# dev-2c (docs/benchmarks.md, "CI's time, session 21").
+# (make sanitize), "-" where that build has no such test or leaves it out: the tests of at least
+# 8 s in Release or 20 s sanitized in a clean clone's .ci/run on dev-2c (ctest -j2;
+# docs/benchmarks.md, "CI's time, session 21").
 set(treedyn_test_costs
-  [=[Models/EveryModel.EveryFormulationAtItsDefaultsIsOkAndRightOrSaysWhyNot/chain128  # GetParam() = "chain128"|294|-]=]
-  [=[Python.PytestSuite|140|-]=]
-  [=[Examples.BuiltAgainstTheInstalledPackageTheyRunAndPrintTheExpected|70|235]=]
-  [=[Models/EveryModel.EveryFormulationAtItsDefaultsIsOkAndRightOrSaysWhyNot/loop8  # GetParam() = "loop8"|42|-]=]
+  [=[Models/EveryModel.EveryFormulationAtItsDefaultsIsOkAndRightOrSaysWhyNot/chain128  # GetParam() = "chain128"|297|-]=]
+  [=[Examples.BuiltAgainstTheInstalledPackageTheyRunAndPrintTheExpected|69|159]=]
+  [=[Simulation.ARunLeftToChooseItsStepRunsAgainAtTheAdvisedStepAndIsOk|8|130]=]
+  [=[Python.PytestSuite|127|-]=]
+  [=[Simulation.ARunNearASingularPositionOfItsLoopsIsCheckedByARefinedCompanionFromThere|4|67]=]
+  [=[Models/Ali3AtDefaults.EveryShippedModelRunsToItsEndWithThePenaltyItChose/chain128  # GetParam() = "chain128"|3|51]=]
+  [=[Reference.ConservesEnergyToTheIntegrationTolerance|4|48]=]
+  [=[Models/EveryModel.EveryFormulationAtItsDefaultsIsOkAndRightOrSaysWhyNot/loop8  # GetParam() = "loop8"|43|-]=]
+  [=[Reference.RedundantFourBarRunsThirtySecondsThroughItsSingularPositions|3|33]=]
+  [=[Simulator.PdControllerHoldsThePendulumAtItsStaticEquilibrium|2|32]=]
+  [=[Dca.DefaultStabilisationKeepsTheFourBarOnItsBranch|2|28]=]
+  [=[Cli.BigRunsAreDecimatedToTheirSizeBudget|1|27]=]
+  [=[Models/Ali3AtDefaults.EveryShippedModelRunsToItsEndWithThePenaltyItChose/planar_four_bar  # GetParam() = "planar_four_bar"|2|26]=]
+  [=[ImportMjcf.TheFilesOwnHumanoidGoesThroughConnectorBodiesWithinTheirStatedMassFraction|2|25]=]
   [=[Models/EveryModel.EveryFormulationAtItsDefaultsIsOkAndRightOrSaysWhyNot/planar_four_bar  # GetParam() = "planar_four_bar"|21|-]=]
-  [=[Models/EveryModel.EveryFormulationAtItsDefaultsIsOkAndRightOrSaysWhyNot/double_loop8  # GetParam() = "double_loop8"|16|-]=]
-  [=[Cli.EstimateErrorCatchesTheFourBarsBranchSwitchThatTheConstraintsCannotSee|16|-]=]
-  [=[Simulation.ARunWhoseEstimateShrankFarSlowerThanItsOrderIsAdvisedAMethodNotAStep|12|-]=]
-  [=[Simulation.ARunThatCameNearASingularPositionIsAdvisedAMethodNotAStep|11|-]=]
-  [=[Simulation.ARunLeftToChooseItsStepRunsAgainAtTheAdvisedStepAndIsOk|10|250]=]
-  [=[Cli.ProgressReachesALogEveryFewSeconds|10|12]=]
-  [=[Ali3.LongChainsRunAtTheirDefaultPenalty|6|-]=]
-  [=[Simulator.ALadderOfCoupledFourBarsSwingsAsItsEquivalentCompoundPendulum|6|-]=]
-  [=[Cli.ARunThatLeftItsAccuracyEndsWarningWithTheCheckThatFailed|3|-]=]
-  [=[Simulation.AFixedStepRunBeyondItsAccuracyNamesAStepThatMeetsIt|4|-]=]
-  [=[Simulation.ARunNearASingularPositionOfItsLoopsIsCheckedByARefinedCompanionFromThere|3|85]=]
-  [=[ImportMjcf.TheFilesOwnHumanoidGoesThroughConnectorBodiesWithinTheirStatedMassFraction|3|87]=]
-  [=[Cli.BigRunsAreDecimatedToTheirSizeBudget|1|71]=]
-  [=[Cli.JointsCsvIsTheJointCoordinatesOfTheBodyStates|1|64]=]
-  [=[Simulator.PdControllerHoldsThePendulumAtItsStaticEquilibrium|1|49]=]
-  [=[ImportMjcf.HumanoidSwingingFromItsWeldedTorsoFollowsMuJoCosFineRk4Run|2|46]=]
-  [=[Dca.DefaultStabilisationKeepsTheFourBarOnItsBranch|1|44]=]
-  [=[Reference.ConservesEnergyToTheIntegrationTolerance|4|41]=]
+  [=[Models/Ali3AtDefaults.EveryShippedModelRunsToItsEndWithThePenaltyItChose/slider_crank  # GetParam() = "slider_crank"|2|21]=]
+  [=[Models/Ali3AtDefaults.EveryShippedModelRunsToItsEndWithThePenaltyItChose/four_link  # GetParam() = "four_link"|1|20]=]
+  [=[Cli.JointsCsvIsTheJointCoordinatesOfTheBodyStates|1|20]=]
+  [=[Models/EveryModel.EveryFormulationAtItsDefaultsIsOkAndRightOrSaysWhyNot/double_loop8  # GetParam() = "double_loop8"|20|-]=]
+  [=[Models/EveryModel.EveryFormulationAtItsDefaultsIsOkAndRightOrSaysWhyNot/four_bar  # GetParam() = "four_bar"|17|-]=]
+  [=[Ali3.LongChainsRunAtTheirDefaultPenalty|16|-]=]
+  [=[Models/EveryModel.EveryFormulationAtItsDefaultsIsOkAndRightOrSaysWhyNot/hi_double_pendulum  # GetParam() = "hi_double_pendulum"|14|-]=]
+  [=[Cli.ProgressReachesALogEveryFewSeconds|10|11]=]
+  [=[Simulation.ARunWhoseEstimateShrankFarSlowerThanItsOrderIsAdvisedAMethodNotAStep|11|-]=]
+  [=[Cli.EstimateErrorCatchesTheFourBarsBranchSwitchThatTheConstraintsCannotSee|11|-]=]
+  [=[Models/EveryModel.EveryFormulationAtItsDefaultsIsOkAndRightOrSaysWhyNot/spatial_double_pendulum  # GetParam() = "spatial_double_pendulum"|10|-]=]
+  [=[Simulation.ARunThatCameNearASingularPositionIsAdvisedAMethodNotAStep|10|-]=]
+  [=[Models/EveryModel.EveryFormulationAtItsDefaultsIsOkAndRightOrSaysWhyNot/loop4  # GetParam() = "loop4"|9|-]=]
 )
 
 # Left out of the sanitized build. Under the sanitizers (-O1, ASan + UBSan) the tests run 25 to 60
-# times slower than in Release; these seven ran 114 to 277 s each there on dev-2c, 1,390 s of the
-# suite's ~3,000, for long runs (10 to 30 s of simulated time, up to 219,000 steps, or 2,048
-# bodies) whose code the sanitized build runs in shorter tests, named with each. The Release build
-# runs them all. ctest lists them as "Not Run (Disabled)".
+# times slower than in Release; these seven ran 114 to 277 s each there on dev-2c (session 20's
+# record, with a build running beside), 1,390 s of the suite's ~3,000, for long runs (10 to 30 s of
+# simulated time, up to 219,000 steps, or 2,048 bodies) whose code the sanitized build runs in
+# shorter tests, named with each. The Release build runs them all. ctest lists them as
+# "Not Run (Disabled)".
 set(treedyn_sanitized_left_out
   # 2,048-body chain, 100 steps: ali3's code on chains in Ali3.ChainsLoseNoEnergyUnderBothProjections
   # and Models/Ali3AtDefaults.*/chain128.
