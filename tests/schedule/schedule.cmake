@@ -88,3 +88,22 @@ function(treedyn_test_cost entry sanitized name_var cost_var)
     set(${cost_var} "${release_cost}" PARENT_SCOPE)
   endif()
 endfunction()
+
+# treedyn_apply_test_costs(SANITIZED WHICH): gives each test of treedyn_test_costs its COST in this
+# build. WHICH is "defined" at configure time (the tests tests/CMakeLists.txt adds itself; if(TEST)
+# works only there) and "all" when ctest includes apply_schedule.cmake, after gtest_discover_tests'
+# lists (a test not defined yet is passed over there).
+function(treedyn_apply_test_costs sanitized which)
+  foreach(entry IN LISTS treedyn_test_costs)
+    treedyn_test_cost("${entry}" "${sanitized}" name cost)
+    if(cost STREQUAL "-")
+      continue()
+    endif()
+    if(which STREQUAL "defined")
+      if(NOT TEST "${name}")
+        continue()
+      endif()
+    endif()
+    set_tests_properties("${name}" PROPERTIES COST ${cost})
+  endforeach()
+endfunction()
