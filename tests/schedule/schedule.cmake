@@ -73,14 +73,14 @@ set(treedyn_sanitized_left_out
 # treedyn_test_cost(ENTRY SANITIZED NAME_VAR COST_VAR): the entry's name and its seconds in this
 # build ("-" where it has no such test).
 function(treedyn_test_cost entry sanitized name_var cost_var)
-  string(FIND "${entry}" "|" bar REVERSE)
-  string(SUBSTRING "${entry}" 0 ${bar} head)
-  math(EXPR after "${bar} + 1")
-  string(SUBSTRING "${entry}" ${after} -1 sanitized_cost)
-  string(FIND "${head}" "|" bar REVERSE)
-  string(SUBSTRING "${head}" 0 ${bar} name)
-  math(EXPR after "${bar} + 1")
-  string(SUBSTRING "${head}" ${after} -1 release_cost)
+  # The name may hold anything but "|"; the seconds are the last two fields.
+  if(NOT entry MATCHES "^([^|]+)\\|([0-9]+|-)\\|([0-9]+|-)$")
+    message(FATAL_ERROR "tests/schedule/schedule.cmake: the entry '${entry}' is not "
+                        "name|whole seconds in Release|whole seconds sanitized (or - for none)")
+  endif()
+  set(name "${CMAKE_MATCH_1}")
+  set(release_cost "${CMAKE_MATCH_2}")
+  set(sanitized_cost "${CMAKE_MATCH_3}")
   set(${name_var} "${name}" PARENT_SCOPE)
   if(sanitized)
     set(${cost_var} "${sanitized_cost}" PARENT_SCOPE)
