@@ -81,6 +81,45 @@ TEST(Simulation, DivergenceEndsTheRunWithAMessageAndKeepsTheResults) {
   }
 }
 
+// A run on two timed threads reports what the timings found (whether one thread was faster, and
+// the last trial's time a pass on each), consistently with its passes and its warnings. The
+// times depend on the machine, so only their relations are checked. A trial takes two epochs of
+// at least 0.1 s and 60 passes: dca on 128 links (passes of tens of microseconds in Release)
+// runs longer and longer until one has finished (1 s of motion is enough in a sanitized build).
+TEST(Simulation, ARunOnTimedThreadsReportsItsTrials) {
+  const Model m = make_chain(128, JointType::Spherical);
+  FormulationSettings settings;
+  settings.threading.threads = 2;
+  settings.threading.min_parallel_bodies = 2;
+  SimulationResult r;
+  for (double t_end = 1.0; t_end <= 64.0; t_end *= 2.0) {
+    Simulator sim(share(m), "dca", settings);
+    RunOptions run;
+    run.t_end = t_end;
+    run.dt = 0.1;
+    r = run_simulation(sim, run);
+    ASSERT_TRUE(r.ok()) << r.message;
+    ASSERT_TRUE(r.diagnostics.contains("passes_on_threads_fraction"));
+    if (r.diagnostics.contains("thread_trials")) break;
+  }
+  const auto& d = r.diagnostics;
+  ASSERT_TRUE(d.contains("thread_trials")) << "no trial finished in " << r.wall_seconds << " s of stepping";
+  const double trials = d.at("thread_trials"), one_faster = d.at("thread_trials_one_thread_faster");
+  EXPECT_GE(trials, 1.0);
+  EXPECT_GE(one_faster, 0.0);
+  EXPECT_LE(one_faster, trials);
+  EXPECT_GT(d.at("pass_seconds_on_threads"), 0.0);
+  EXPECT_GT(d.at("pass_seconds_on_one_thread"), 0.0);
+  EXPECT_LE(d.at("pass_seconds_on_threads"), r.wall_seconds);
+  const bool warned = std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
+    return w.find("one thread was faster than 2") != std::string::npos;
+  });
+  EXPECT_EQ(warned, one_faster > 0.0) << "the warning and the count disagree";
+  // Every trial runs passes on both; a trial that chose one thread leaves passes on one thread.
+  EXPECT_LT(d.at("passes_on_threads_fraction"), 1.0);
+  EXPECT_GT(d.at("passes_on_threads_fraction"), 0.0);
+}
+
 // A run that ends where it starts is the initial sample alone, under every formulation (the
 // adaptive integrators refuse to advance by nothing, so no step may be asked of them).
 TEST(Simulation, AnEndTimeAtTheStartGivesTheInitialSampleAlone) {
