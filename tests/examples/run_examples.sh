@@ -24,6 +24,13 @@ if grep -Eq 'INTERFACE_COMPILE_OPTIONS|-O[0-3]|-march' "$prefix"/lib/cmake/treed
   fail "the exported target imposes compile options on its consumers"
 fi
 "$prefix/bin/treedyn" --version | grep -q '^treedyn [0-9]' || fail "the installed treedyn --version"
+# SDFormat is read by a module installed beside libtreedyn and loaded on demand (src/CMakeLists.txt).
+if [ -e "$build/src/libtreedyn_sdf.so" ]; then
+  [ -e "$prefix/lib/libtreedyn_sdf.so" ] || fail "the install has no lib/libtreedyn_sdf.so"
+  "$prefix/bin/treedyn" simulate "$source/tests/import/data/four_bar.sdf" --t-end 0.05 -q -o "$work/four_bar_sdf" ||
+    fail "the installed treedyn could not run an SDFormat file"
+  grep -q '"status": "ok"' "$work/four_bar_sdf/summary.json" || fail "the SDFormat run does not say ok"
+fi
 
 build_example() {  # name [build directory name] [more compiler flags]
   local dir=${2:-$1}

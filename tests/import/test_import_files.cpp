@@ -76,6 +76,32 @@ TEST(ImportUrdf, ConstraintElementClosesTheFourBarWhichMovesAsModelsFourBar) {
   expect_same_motion(imported, read_model_file(test::model_path("four_bar")), 0.9);
 }
 
+#ifdef TREEDYN_TEST_SDF_MODULE
+/// Whether libsdformat is mapped into this process.
+bool libsdformat_loaded() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line))
+    if (line.find("libsdformat") != std::string::npos) return true;
+  return false;
+}
+
+/// Before any test ran: the program as loaded, with libtreedyn.
+const bool libsdformat_at_start = libsdformat_loaded();
+
+// A shared libtreedyn loads libsdformat (whose start compiles some twenty std::regex, 0.05 s of
+// every program's start) only when an SDFormat file is read, from its module beside libtreedyn.
+TEST(ImportSdf, LibsdformatLoadsOnlyWhenAnSdfFileIsRead) {
+  EXPECT_FALSE(libsdformat_at_start) << "libsdformat was loaded with the program, before any file was read";
+  if (libsdformat_loaded()) GTEST_SKIP() << "an earlier test of this process read an SDFormat file (ctest runs each alone)";
+  EXPECT_EQ(import_model_file(data("serial_arm.urdf")).model.body_count(), 3);
+  EXPECT_EQ(import_model_file(data("four_bar.xml")).model.body_count(), 3);
+  EXPECT_FALSE(libsdformat_loaded()) << "reading URDF and MJCF loaded libsdformat";
+  EXPECT_EQ(import_model_file(data("four_bar.sdf")).model.joint_count(), 4);
+  EXPECT_TRUE(libsdformat_loaded());
+}
+#endif
+
 TEST(ImportSdf, FourBarWithAJointGraphLoopMovesAsModelsFourBar) {
   const ImportedModel imported = import_sdf_file(data("four_bar.sdf"));
   EXPECT_EQ(imported.model.gravity, Vec3(0, -9.81, 0));  // the world's
