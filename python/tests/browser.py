@@ -20,14 +20,14 @@ class Browser:
     """One headless Chromium with one page. `errors` collects every console error, uncaught
     exception and failed request the page has had."""
 
-    def __init__(self, width=1280, height=800):
+    def __init__(self, width=1280, height=800, extra_args=()):
         if CHROMIUM is None:
             raise RuntimeError("no chromium on PATH (scripts/install-deps.sh installs Debian's chromium)")
         self.profile = tempfile.mkdtemp(prefix="treedyn-chromium-")
         self.process = subprocess.Popen(
             [CHROMIUM, "--headless=new", "--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swiftshader",
              "--no-first-run", "--no-default-browser-check", "--disable-extensions", "--remote-debugging-port=0",
-             f"--user-data-dir={self.profile}", f"--window-size={width},{height}", "about:blank"],
+             f"--user-data-dir={self.profile}", f"--window-size={width},{height}", *extra_args, "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         port_file = os.path.join(self.profile, "DevToolsActivePort")
         deadline = time.monotonic() + 60

@@ -83,6 +83,28 @@ def test_the_page_opens_from_disk_and_draws_each_body_where_the_trajectory_puts_
     assert chromium.errors == [], chromium.errors
 
 
+def test_a_browser_without_webgl_is_told_so_and_still_gets_the_plots(four_bar_run, tmp_path):
+    """With WebGL turned off (--disable-3d-apis) three.js cannot draw: the page says so in the
+    view, with advice, instead of staying blank, and the plots and the time slider still work."""
+    b = Browser(extra_args=("--disable-3d-apis",))
+    try:
+        b.open(four_bar_run / "viewer.html")
+        assert b.evaluate("treedyn.webgl") is False
+        note = b.evaluate("document.getElementById('no-webgl') && document.getElementById('no-webgl').textContent")
+        assert note and "could not start WebGL" in note and "turn on WebGL" in note, note
+        assert b.evaluate("document.querySelector('#view canvas') === null")
+        plots = b.evaluate("treedyn.plots()")
+        assert plots and all(s["points"] > 0 for p in plots for s in p["series"]), plots
+        b.evaluate("treedyn.seek(1.0)")
+        assert abs(b.evaluate("treedyn.time()") - 1.0) < 1e-9
+        # three.js logs why it failed; nothing else may go wrong
+        assert all("WebGL" in e for e in b.errors), b.errors
+        png = b.screenshot(tmp_path / "no_webgl.png")
+        assert os.path.getsize(png) > 0
+    finally:
+        b.close()
+
+
 def test_compare_mode_overlays_every_formulation_and_toggles_them(chromium, tmp_path, treedyn_binary, models_dir):
     out = tmp_path / "compare"
     run(treedyn_binary, "compare", str(models_dir / "four_bar.json"), "--formulations", "reference,dca,ali3", "--t-end",

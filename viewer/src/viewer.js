@@ -125,16 +125,29 @@ class Viewer {
     const probe = document.createElement('canvas').getContext('webgl2');
     const info = probe && probe.getExtension('WEBGL_debug_renderer_info');
     const software = !info || /swiftshader|llvmpipe|software/i.test(probe.getParameter(info.UNMASKED_RENDERER_WEBGL));
-    this.renderer = new THREE.WebGLRenderer({ antialias: !software });
-    this.renderer.setPixelRatio(window.devicePixelRatio);
-    view.appendChild(this.renderer.domElement);
+    // Without WebGL (turned off, blocked, no GPU and no software fallback) three.js cannot draw:
+    // the page says so in the view and keeps the controls and the plots, which need none.
+    try {
+      this.renderer = new THREE.WebGLRenderer({ antialias: !software });
+      this.renderer.setPixelRatio(window.devicePixelRatio);
+      view.appendChild(this.renderer.domElement);
+    } catch (e) {
+      this.renderer = null;
+      const note = document.createElement('div');
+      note.id = 'no-webgl';
+      note.className = 'banner warning';
+      note.textContent = `No 3-D view: this browser could not start WebGL (${e.message || e}). ` +
+        'The plots below hold the whole run. To see the motion, turn on WebGL or hardware acceleration ' +
+        "in the browser's settings, or open this file in another browser.";
+      view.appendChild(note);
+    }
     this.scene = new THREE.Scene();
     this.scene.background = new THREE.Color(0xf4f5f7);
     const g = new THREE.Vector3(...this.data.model.gravity);
     const up = g.lengthSq() > 0 ? g.clone().normalize().negate() : new THREE.Vector3(0, 0, 1);
     this.camera = new THREE.PerspectiveCamera(40, 1, 0.001 * this.scale, 1000 * this.scale);
     this.camera.up.copy(up);
-    this.controls = new OrbitControls(this.camera, this.renderer.domElement);
+    this.controls = new OrbitControls(this.camera, this.renderer ? this.renderer.domElement : view);
     const c = new THREE.Vector3(...this.data.centre);
     const side = new THREE.Vector3(1, 0.6, 0.8).normalize();
     if (Math.abs(side.dot(up)) > 0.9) side.set(0.6, 1, 0.8).normalize();
@@ -219,7 +232,7 @@ class Viewer {
   resize() {
     const view = document.getElementById('view');
     const w = view.clientWidth, h = view.clientHeight;
-    this.renderer.setSize(w, h);
+    if (this.renderer) this.renderer.setSize(w, h);
     this.camera.aspect = w / Math.max(h, 1);
     this.camera.updateProjectionMatrix();
   }
@@ -236,6 +249,7 @@ class Viewer {
     $('forward').addEventListener('click', () => this.stepFrames(1));
     $('speed').addEventListener('change', (e) => { this.speed = parseFloat(e.target.value); });
     $('show-labels').addEventListener('change', (e) => { $('labels').style.display = e.target.checked ? '' : 'none'; });
+    if (!this.renderer) $('show-labels').disabled = true;  // nothing drawn to label
     const follow = $('follow');
     this.bodies.forEach((b, i) => follow.add(new Option(b.name, i)));
     follow.addEventListener('change', (e) => { this.follow = parseInt(e.target.value, 10); });
@@ -401,8 +415,10 @@ class Viewer {
       this.camera.position.add(shift);
     }
     this.controls.update();
-    this.renderer.render(this.scene, this.camera);
-    if (document.getElementById('labels').style.display !== 'none') this.placeLabels();
+    if (this.renderer) {
+      this.renderer.render(this.scene, this.camera);
+      if (document.getElementById('labels').style.display !== 'none') this.placeLabels();
+    }
     if (this.plotsDirty && (!this.playing || ms - (this.plotsDrawn || 0) > 250)) {
       for (const e of this.plots) e.plot.redraw(false);
       this.plotsDirty = false;
@@ -436,6 +452,8 @@ function start() {
   window.treedyn = {
     ready: true,
     errors,
+    /// Whether the 3-D view draws (false: no WebGL; the page says so and shows the plots).
+    webgl: viewer.renderer !== null,
     seek: (t) => viewer.seek(t),
     time: () => viewer.t,
     frameTimes: (run = 0) => Array.from(viewer.runs[run].times),
