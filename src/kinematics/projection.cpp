@@ -68,6 +68,16 @@ double ConstraintProjector::project_positions(double t, SystemState& state, doub
 void ConstraintProjector::project_velocities(double t, SystemState& state) {
   if (matrix_.constraints().rows() == 0) return;
   matrix_.factorise(t, state);
+  correct_velocities(state);
+}
+
+double ConstraintProjector::project(double t, SystemState& state, double tolerance, int max_iterations) {
+  const double error = project_positions(t, state, tolerance, max_iterations);  // ends factorised at `state`
+  if (matrix_.constraints().rows() > 0) correct_velocities(state);
+  return error;
+}
+
+void ConstraintProjector::correct_velocities(SystemState& state) {
   Eigen::VectorXd V(6 * static_cast<Eigen::Index>(state.size()));
   for (std::size_t i = 0; i < state.size(); ++i) V.segment<6>(6 * static_cast<Eigen::Index>(i)) << state[i].v, state[i].w;
   correction(matrix_.J() * V + matrix_.phi_t());

@@ -38,6 +38,30 @@ TEST(ConstraintProjector, ProjectsTheRedundantFourBarOntoItsConstraints) {
   EXPECT_LT((cm.J() * V).cwiseAbs().maxCoeff(), 1e-12);
 }
 
+// project() is the two projections with one factorisation fewer: the same state to the last bit,
+// on the redundant four-bar (a singular J M^-1 J': the minimum-norm path) and on loop4 (Cholesky),
+// for a state already on the constraints (one position iteration) and for perturbed ones.
+TEST(ConstraintProjector, ProjectGivesTheTwoProjectionsExactly) {
+  for (const char* name : {"four_bar", "loop4"}) {
+    const Model m = read_model_file(test::model_path(name));
+    for (const double size : {0.0, 0.02, 0.1}) {
+      const SystemState start = perturbed(m, size, 7);
+      SystemState two = start, one = start;
+      ConstraintProjector a(m), b(m);
+      const double error_two = a.project_positions(0.3, two, 1e-13, 20);
+      a.project_velocities(0.3, two);
+      const double error_one = b.project(0.3, one, 1e-13, 20);
+      EXPECT_EQ(error_one, error_two) << name << ", perturbed by " << size;
+      for (std::size_t i = 0; i < start.size(); ++i) {
+        EXPECT_EQ(one[i].r, two[i].r) << name << ", body " << i << ", perturbed by " << size;
+        EXPECT_EQ(one[i].q.coeffs(), two[i].q.coeffs()) << name << ", body " << i;
+        EXPECT_EQ(one[i].v, two[i].v) << name << ", body " << i;
+        EXPECT_EQ(one[i].w, two[i].w) << name << ", body " << i;
+      }
+    }
+  }
+}
+
 // The velocity projection is mass-orthogonal: the correction dV satisfies M dV = -J' mu, so it is
 // M-orthogonal to every velocity the constraints allow (the null space of J).
 TEST(ConstraintProjector, VelocityCorrectionIsMassOrthogonalToAdmissibleMotions) {

@@ -84,8 +84,7 @@ class Reference final : public OdeFormulation {
 
   double project(double t, Eigen::Ref<Eigen::VectorXd> y) override {
     unpack(y, work_);
-    projector_.project_positions(t, work_, 1e-13, 10);
-    projector_.project_velocities(t, work_);
+    projector_.project(t, work_, 1e-13, 10);
     projected_.resize(size());
     pack(work_, projected_);
     const double change = (projected_ - y).cwiseAbs().maxCoeff();
