@@ -72,8 +72,7 @@ std::vector<SystemState> exact_states(const std::string& name, const Model& m, d
   const long n = std::lround(t_end / kGrid);
   for (long k = 0; k <= n; ++k) {
     const double t = static_cast<double>(k) * kGrid;
-    projector.project_positions(t, s, 1e-13, 50);
-    projector.project_velocities(t, s);
+    projector.project(t, s, 1e-13, 50);
     states.push_back(s);
   }
   return states;
