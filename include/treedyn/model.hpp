@@ -175,10 +175,20 @@ struct Driver {
   bool operator==(const Driver&) const = default;
 };
 
-/// Optional defaults a model file may carry for `treedyn simulate`.
+/// Optional defaults a model file may carry for `treedyn simulate`, and what a run takes where
+/// neither its caller nor the file says (the command line, `treedyn compare` and Python's
+/// simulate all take them from here).
 struct SimulationDefaults {
+  static constexpr double kTEnd = 10.0;  // s
+  static constexpr double kDt = 0.01;    // s: fixed-step runs' step, adaptive runs' output interval
+  static constexpr const char* kFormulation = "reference";
+
   std::optional<double> t_end, dt;
   std::optional<std::string> formulation, integrator;
+
+  double t_end_or_fallback() const { return t_end.value_or(kTEnd); }
+  double dt_or_fallback() const { return dt.value_or(kDt); }
+  std::string formulation_or_fallback() const { return formulation.value_or(kFormulation); }
   bool operator==(const SimulationDefaults&) const = default;
 };
 

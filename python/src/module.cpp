@@ -555,6 +555,10 @@ py::dict stats_of(const SolverStats& s) {
 PYBIND11_MODULE(_treedyn, m) {
   m.doc() = "treedyn's C++ core; use the treedyn package";
   m.attr("__version__") = treedyn::version();
+  // What simulate() takes where neither its caller nor the model file says (SimulationDefaults).
+  m.attr("_FALLBACK_T_END") = SimulationDefaults::kTEnd;
+  m.attr("_FALLBACK_DT") = SimulationDefaults::kDt;
+  m.attr("_FALLBACK_FORMULATION") = SimulationDefaults::kFormulation;
 
   py::register_exception<ModelError>(m, "ModelError", PyExc_ValueError);
   static py::exception<SimulationError> simulation_failed(m, "SimulationFailed", PyExc_RuntimeError);

@@ -352,10 +352,13 @@ def simulate(
     if not isinstance(model, Model):
         raise TypeError(f"simulate: expected a treedyn.Model, got {type(model).__name__}")
     defaults = model.defaults
-    formulation = formulation or defaults["formulation"] or "reference"
-    t_end = float(t_end if t_end is not None else (defaults["t_end"] if defaults["t_end"] is not None else 10.0))
+    def given(value, name, fallback):  # the caller's, else the model file's, else the library's
+        return value if value is not None else (defaults[name] if defaults[name] is not None else fallback)
+
+    formulation = formulation or defaults["formulation"] or _treedyn._FALLBACK_FORMULATION
+    t_end = float(given(t_end, "t_end", _treedyn._FALLBACK_T_END))
     choose_step = dt is None  # the model's step: a fixed-step run may take a smaller one, as the CLI's
-    dt = float(dt if dt is not None else (defaults["dt"] if defaults["dt"] is not None else 0.01))
+    dt = float(given(dt, "dt", _treedyn._FALLBACK_DT))
     if not (math.isfinite(t_end) and t_end >= 0.0):
         raise ValueError(f"simulate: t_end must be a finite time, not before 0, got {t_end}")
     if not (math.isfinite(dt) and dt > 0.0):

@@ -363,10 +363,10 @@ int simulate(const SimulateArgs& a) {
   const auto model_ptr = std::make_shared<const Model>(
       load_consistent_model(a.model_path, a.sets, a.assemble, a.tolerance, a.quiet, &import_warnings));
   const Model& model = *model_ptr;
-  const std::string formulation = !a.formulation.empty() ? a.formulation : model.defaults.formulation.value_or("reference");
+  const std::string formulation = !a.formulation.empty() ? a.formulation : model.defaults.formulation_or_fallback();
   RunOptions run;
-  run.t_end = !std::isnan(a.t_end) ? a.t_end : model.defaults.t_end.value_or(10.0);
-  run.dt = !std::isnan(a.dt) ? a.dt : model.defaults.dt.value_or(0.01);
+  run.t_end = !std::isnan(a.t_end) ? a.t_end : model.defaults.t_end_or_fallback();
+  run.dt = !std::isnan(a.dt) ? a.dt : model.defaults.dt_or_fallback();
   run.sample_every = a.sample_every;
   FormulationSettings settings;
   settings.dt = run.dt;

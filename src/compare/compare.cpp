@@ -213,7 +213,7 @@ CompareReport compare_formulations(const std::shared_ptr<const Model>& model_ptr
   report.model = model.name;
   report.bodies = model.body_count();
   report.threads = options.threads;
-  report.t_end = options.t_end.value_or(model.defaults.t_end.value_or(10.0));
+  report.t_end = options.t_end.value_or(model.defaults.t_end_or_fallback());
   report.sample_interval = compare_detail::sample_interval(options, report.t_end);
   RunOptions run{report.t_end, report.sample_interval, 1, options.stop, {}};
   run.estimate_error = options.estimate_error;

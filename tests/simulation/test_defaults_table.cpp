@@ -74,8 +74,8 @@ TEST_P(EveryModel, EveryFormulationAtItsDefaultsIsOkAndRightOrSaysWhyNot) {
   const std::string name = GetParam();
   const ModelPtr model = share(read_model_file(test::model_path(name)));
   RunOptions run;
-  run.t_end = model->defaults.t_end.value_or(10.0);
-  run.dt = model->defaults.dt.value_or(0.01);
+  run.t_end = model->defaults.t_end_or_fallback();
+  run.dt = model->defaults.dt_or_fallback();
   run.choose_step = true;  // no --dt: a fixed-step run may take a smaller step
   FormulationSettings defaults;
   defaults.dt = run.dt;
