@@ -397,7 +397,7 @@ void HandleTree<S, Dim>::eliminate_multiple(Node& n, const Node* const side[2], 
       auto K = n.K_hat().block(n.o(i), n.o(j), mi, mj);
       if (si.side == sj.side) K = k_rows(*side[si.side], si.index, sj.index, rows);
       else K.setZero();
-      K.noalias() -= Yi * e.W[static_cast<std::size_t>(j)].leftCols(mj);
+      K.noalias() -= Yi.lazyProduct(e.W[static_cast<std::size_t>(j)].leftCols(mj));  // small: no packing
       if (j != i) n.K_hat().block(n.o(j), n.o(i), mj, mi) = K.transpose();
     }
     n.b_hat().segment(n.o(i), mi) = b_rows(*side[si.side], si.index, rows);
