@@ -27,6 +27,12 @@ class OdeSystem {
   /// Moves y onto the system's invariant manifold (constraints, unit quaternions); returns the
   /// largest change made. Default: no projection.
   virtual double project(double /*t*/, Eigen::Ref<Eigen::VectorXd> /*y*/) { return 0.0; }
+  /// project() after an accepted step of an adaptive method: may leave y untouched, returning 0,
+  /// where it is off the manifold by no more than `tolerance` (a change the step's own accuracy
+  /// cannot tell apart), so that a Runge-Kutta method whose last stage is the next step's first
+  /// (FSAL: dopri5, bs23) reuses that stage instead of evaluating the right-hand side again.
+  /// Returns 0 only if y is left exactly as it was. Default: project().
+  virtual double project_step(double t, Eigen::Ref<Eigen::VectorXd> y, double /*tolerance*/) { return project(t, y); }
   /// Number of leading entries of y that are positions whose rate depends on the trailing ones
   /// (symplectic Euler); 0 when the state does not split.
   virtual int position_size() const { return 0; }

@@ -127,8 +127,9 @@ class JointSpace {
   void position_rate(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
                      Eigen::Ref<Eigen::VectorXd> qdot) const;
 
-  /// Normalises the quaternions in q; returns the largest change.
-  double normalize(Eigen::Ref<Eigen::VectorXd> q) const;
+  /// Normalises the quaternions in q whose norm differs from 1 by more than `tolerance` (0: every
+  /// one that differs at all); returns the largest change made, 0 if q is left as it was.
+  double normalize(Eigen::Ref<Eigen::VectorXd> q, double tolerance = 0.0) const;
 
   /// Names entry `index` of a state [q; r] whose second half r holds a rate per degree of freedom
   /// called `rate` ("velocity", "momentum"), for error messages: "coordinate 2 of joint 'j3'",

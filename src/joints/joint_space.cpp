@@ -216,13 +216,15 @@ void JointSpace::position_rate(const Eigen::Ref<const Eigen::VectorXd>& q, const
   }
 }
 
-double JointSpace::normalize(Eigen::Ref<Eigen::VectorXd> q) const {
+double JointSpace::normalize(Eigen::Ref<Eigen::VectorXd> q, double tolerance) const {
   double change = 0.0;
   for (const TreeJoint& t : tree_) {
     if (t.type != JointType::Spherical && t.type != JointType::Free) continue;
     auto Q = q.segment<4>(t.q_offset + (t.type == JointType::Free ? 3 : 0));
     const double norm = Q.norm();
-    change = std::max(change, std::abs(norm - 1.0));
+    const double off = std::abs(norm - 1.0);
+    if (off <= tolerance || off == 0.0) continue;  // left as it is (norm exactly 1: Q / 1 = Q)
+    change = std::max(change, off);
     Q /= norm;
   }
   return change;

@@ -222,3 +222,58 @@ TEST(AdaptiveIntegrators, NonFiniteRatesNameTheFirstEntry) {
     EXPECT_NE(message.find("first the rate of the velocity"), std::string::npos) << method << ": " << message;
   }
 }
+
+namespace {
+
+/// A nonlinear oscillator (q'' = -q - q^3 / 4) whose step projection either leaves y untouched
+/// (returns 0) or says it moved it while leaving it the same: the latter makes the integrator
+/// evaluate the right-hand side at the start of each step, as SUNDIALS does whenever a step
+/// post-processing function is set.
+struct ProjectedOscillator : OdeSystem {
+  bool claims_a_change = false;
+  int size() const override { return 2; }
+  void rhs(double, const Eigen::Ref<const Eigen::VectorXd>& y, Eigen::Ref<Eigen::VectorXd> ydot) override {
+    ydot(0) = y(1);
+    ydot(1) = -y(0) - 0.25 * y(0) * y(0) * y(0);
+  }
+  double project_step(double, Eigen::Ref<Eigen::VectorXd>, double) override { return claims_a_change ? 1e-300 : 0.0; }
+};
+
+}  // namespace
+
+// dopri5 and bs23 are first-same-as-last: after a step the projection leaves as it was, the
+// next step's first stage is the last stage of the step before (5 + 1 new evaluations a step for
+// dopri5's 7 stages, 3 for bs23's 4), where a projection that moved y costs one more. Reusing the
+// stage must give the solution that evaluating again gives: compared at ten output times, to 1e-13
+// relative (in exact arithmetic the two are the same numbers; the stage's state and the step's
+// solution are sums of the same terms, which round-off may order differently). A wrong stage
+// reused would be off by the step's whole increment.
+TEST(AdaptiveIntegrators, FirstSameAsLastStagesAreReusedAfterAnUntouchedStep) {
+  for (const auto& [method, new_per_step] : {std::pair{"dopri5", 6L}, std::pair{"bs23", 3L}}) {
+    IntegratorOptions o;
+    o.rtol = o.atol = 1e-8;
+    ProjectedOscillator reused, evaluated;
+    evaluated.claims_a_change = true;
+    auto a = make_integrator(method, reused, o), b = make_integrator(method, evaluated, o);
+    Eigen::VectorXd ya(2), yb(2);
+    ya << 1.0, 0.0;
+    yb = ya;
+    a->reset(0.0, ya);
+    b->reset(0.0, yb);
+    for (int k = 1; k <= 10; ++k) {
+      a->advance(0.5 * k, ya);
+      b->advance(0.5 * k, yb);
+      EXPECT_LE((ya - yb).norm(), 1e-13 * yb.norm()) << method << " at t = " << 0.5 * k;
+    }
+    const IntegratorStats& sa = a->stats();
+    const IntegratorStats& sb = b->stats();
+    ASSERT_EQ(sa.steps, sb.steps) << method;
+    ASSERT_GT(sa.steps, 20) << method;
+    // One evaluation fewer for every accepted step, and new_per_step per attempted step besides
+    // the first step's first stage and ARKODE's few evaluations to choose that step's size.
+    EXPECT_EQ(sb.rhs_evaluations - sa.rhs_evaluations, sa.steps) << method;
+    const long attempts = sa.steps + sa.error_test_failures;
+    EXPECT_GE(sa.rhs_evaluations, new_per_step * attempts + 1) << method;
+    EXPECT_LE(sa.rhs_evaluations, new_per_step * attempts + 1 + 20) << method;
+  }
+}

@@ -275,3 +275,33 @@ TEST(JointSpace, DescribesEveryStateEntryByItsJoint) {
   EXPECT_EQ(ps.describe_state(0, "velocity"), "coordinate 0 of the free body '" + root + "'");
   EXPECT_EQ(ps.describe_state(ps.nq() + 5, "velocity"), "velocity 5 of the free body '" + root + "'");
 }
+
+// normalize(q, tolerance) leaves a quaternion whose norm is within `tolerance` of 1 exactly as it
+// is and reports no change when it touched nothing (the step projection of dca and hdca, which
+// lets dopri5 and bs23 reuse their last stage); beyond the tolerance it makes it a unit
+// quaternion and reports how far off it was. Other coordinates are never touched.
+TEST(JointSpace, NormalizeLeavesQuaternionsWithinTheToleranceAsTheyAre) {
+  const Model m = test::joint_zoo();
+  const JointSpace js(m, Topology(m));
+  std::mt19937 rng(4);
+  const Eigen::VectorXd unit = test::random_coordinates(js, rng);
+  std::vector<int> starts;  // of the spherical and free joints' quaternions
+  for (const TreeJoint& t : js.tree())
+    if (t.type == JointType::Spherical || t.type == JointType::Free) starts.push_back(t.q_offset + (t.type == JointType::Free ? 3 : 0));
+  ASSERT_GE(starts.size(), 2u);
+  Eigen::VectorXd q = unit;
+  for (int s : starts) q.segment<4>(s) *= 1.0 + 1e-10;
+  const Eigen::VectorXd near = q;
+  EXPECT_EQ(js.normalize(q, 1e-9), 0.0);
+  EXPECT_TRUE((q.array() == near.array()).all()) << "a quaternion within the tolerance was touched";
+  q.segment<4>(starts[0]) *= 1.0 + 1e-6;  // one now beyond it
+  const double change = js.normalize(q, 1e-9);
+  EXPECT_NEAR(change, 1e-6, 1e-9);
+  EXPECT_NEAR(q.segment<4>(starts[0]).norm(), 1.0, 1e-15);
+  for (std::size_t k = 1; k < starts.size(); ++k)
+    EXPECT_TRUE((q.segment<4>(starts[k]).array() == near.segment<4>(starts[k]).array()).all());
+  for (int i = 0; i < js.nq(); ++i)
+    if (std::none_of(starts.begin(), starts.end(), [&](int s) { return i >= s && i < s + 4; })) EXPECT_EQ(q(i), near(i)) << i;
+  EXPECT_GT(js.normalize(q), 0.0);  // tolerance 0: every one off at all
+  for (int s : starts) EXPECT_NEAR(q.segment<4>(s).norm(), 1.0, 1e-15);
+}

@@ -73,6 +73,9 @@ class Dca final : public OdeFormulation {
   }
 
   double project(double, Eigen::Ref<Eigen::VectorXd> y) override { return joints().normalize(y.head(joints().nq())); }
+  double project_step(double, Eigen::Ref<Eigen::VectorXd> y, double tolerance) override {
+    return joints().normalize(y.head(joints().nq()), tolerance);
+  }
 
   void accept_step(double, const Eigen::Ref<const Eigen::VectorXd>& y) override {
     solver_.update_angle_references(y.head(joints().nq()), y.tail(joints().nv()));

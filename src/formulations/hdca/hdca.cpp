@@ -92,6 +92,11 @@ class Hdca final : public OdeFormulation {
     if constexpr (kSingle) change = std::max(change, round_to_scalar(y));
     return change;
   }
+  double project_step(double, Eigen::Ref<Eigen::VectorXd> y, double tolerance) override {
+    double change = engine_.kinematics().normalize(y.head(joints().nq()), tolerance);
+    if constexpr (kSingle) change = std::max(change, round_to_scalar(y));
+    return change;
+  }
 
   void accept_step(double t, const Eigen::Ref<const Eigen::VectorXd>& y) override {
     if (!engine_.kinematics().measures_angles()) return;

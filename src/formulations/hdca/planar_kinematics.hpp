@@ -73,7 +73,7 @@ class PlanarKinematics {
                      Eigen::Ref<Eigen::VectorXd> qdot) const {
     qdot = v;  // one coordinate per joint, its rate
   }
-  double normalize(Eigen::Ref<Eigen::VectorXd>) const { return 0.0; }
+  double normalize(Eigen::Ref<Eigen::VectorXd>, double = 0.0) const { return 0.0; }
   void update_angle_references() { loads_.update_angle_references(bodies_); }
   void restart_angle_references(const SystemState& bodies) { loads_.update_angle_references(bodies); }
   bool measures_angles() const { return loads_.measures_angles(); }

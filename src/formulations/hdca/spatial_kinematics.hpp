@@ -107,7 +107,7 @@ class SpatialKinematics {
                      Eigen::Ref<Eigen::VectorXd> qdot) const {
     joints_.position_rate(q, v, qdot);
   }
-  double normalize(Eigen::Ref<Eigen::VectorXd> q) const { return joints_.normalize(q); }
+  double normalize(Eigen::Ref<Eigen::VectorXd> q, double tolerance = 0.0) const { return joints_.normalize(q, tolerance); }
   /// Rotational springs and actuators unwrap their angles against the last move().
   void update_angle_references() { loads_.update_angle_references(bodies_); }
   void restart_angle_references(const SystemState& bodies) { loads_.update_angle_references(bodies); }
