@@ -39,10 +39,11 @@ struct Snapshot {
 };
 
 struct SolverStats {
-  long steps = 0;
+  long steps = 0;  // accepted
   long rhs_evaluations = 0;
   long newton_iterations = 0;
   long projections = 0;
+  long rejected_steps = 0;  // adaptive integrators: steps their error test refused and retried shorter
 };
 
 class Formulation {

@@ -547,7 +547,8 @@ SystemState states_of(const Array& poses, const Array& twists, std::size_t n) {
 
 py::dict stats_of(const SolverStats& s) {
   return py::dict(py::arg("steps") = s.steps, py::arg("rhs_evaluations") = s.rhs_evaluations,
-                  py::arg("newton_iterations") = s.newton_iterations, py::arg("projections") = s.projections);
+                  py::arg("newton_iterations") = s.newton_iterations, py::arg("projections") = s.projections,
+                  py::arg("rejected_steps") = s.rejected_steps);
 }
 
 }  // namespace

@@ -49,6 +49,8 @@ def test_step_takes_the_fixed_step_and_advance_to_lands_on_time(double_pendulum)
     adaptive.advance_to(0.37)
     assert adaptive.time == 0.37
     assert adaptive.stats["steps"] > 0
+    assert set(adaptive.stats) == {"steps", "rhs_evaluations", "newton_iterations", "projections", "rejected_steps"}
+    assert adaptive.stats["rejected_steps"] >= 0
 
 
 def test_reset_returns_to_the_initial_state(double_pendulum):

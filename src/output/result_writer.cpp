@@ -391,6 +391,7 @@ std::string summary_json(const Model& model, const SimulationResult& r) {
   j["rhs_evaluations"] = r.stats.rhs_evaluations;
   j["newton_iterations"] = r.stats.newton_iterations;
   j["projections"] = r.stats.projections;
+  j["rejected_steps"] = r.stats.rejected_steps;
   j["samples"] = r.samples;
   j["energy_initial"] = r.energy_initial;
   j["energy_final"] = r.energy_final;

@@ -151,7 +151,8 @@ void Simulator::reset(const FormulationSettings& settings) {
 SolverStats Simulator::stats() const {
   const SolverStats now = formulation_->stats(), base = stats_at_reset_;
   return {now.steps - base.steps, now.rhs_evaluations - base.rhs_evaluations,
-          now.newton_iterations - base.newton_iterations, now.projections - base.projections};
+          now.newton_iterations - base.newton_iterations, now.projections - base.projections,
+          now.rejected_steps - base.rejected_steps};
 }
 
 // State ---------------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ class OdeFormulation : public Formulation, protected OdeSystem {
   void loads_changed() override { integrator_->reset(t_, y_); }
   SolverStats stats() const override {
     const IntegratorStats& s = integrator_->stats();
-    return {s.steps, s.rhs_evaluations, 0, s.projections};
+    return {s.steps, s.rhs_evaluations, 0, s.projections, s.error_test_failures};
   }
   std::vector<std::string> warnings() const override { return warnings_; }
   std::map<std::string, double> stage_seconds() const override { return timer_.seconds(); }
