@@ -420,9 +420,10 @@ int simulate(const SimulateArgs& a) {
   for (const auto& w : r.warnings) std::cerr << "warning: " << w << "\n";
   if (!a.quiet) {
     std::printf("treedyn: %s with %s (%s)\n", model.name.c_str(), r.formulation.c_str(), r.integrator.c_str());
-    std::printf("  simulated %.6g s in %.3f s of stepping (%.1fx real time; %.3f s set-up, %.3f s in all): %ld steps, %ld RHS evaluations",
-                r.t_reached, r.wall_seconds, r.real_time_factor(), r.setup_seconds, r.total_seconds, r.stats.steps,
-                r.stats.rhs_evaluations);
+    std::printf("  simulated %.6g s in %.3f s of stepping (%.1fx real time; %.3f s set-up, %.3f s in all): %ld steps",
+                r.t_reached, r.wall_seconds, r.real_time_factor(), r.setup_seconds, r.total_seconds, r.stats.steps);
+    if (r.stats.rejected_steps > 0) std::printf(" (and %ld refused by the error test)", r.stats.rejected_steps);
+    std::printf(", %ld RHS evaluations", r.stats.rhs_evaluations);
     if (r.stats.newton_iterations > 0) std::printf(", %ld Newton iterations", r.stats.newton_iterations);
     std::printf("\n  energy: initial %.9g J, final %.9g J, largest drift %s J\n", r.energy_initial, r.energy_final,
                 std::isnan(r.energy_drift_max) ? "unknown (driver work not reported)" : sci(r.energy_drift_max).c_str());
