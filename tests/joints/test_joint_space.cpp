@@ -300,8 +300,11 @@ TEST(JointSpace, NormalizeLeavesQuaternionsWithinTheToleranceAsTheyAre) {
   EXPECT_NEAR(q.segment<4>(starts[0]).norm(), 1.0, 1e-15);
   for (std::size_t k = 1; k < starts.size(); ++k)
     EXPECT_TRUE((q.segment<4>(starts[k]).array() == near.segment<4>(starts[k]).array()).all());
-  for (int i = 0; i < js.nq(); ++i)
-    if (std::none_of(starts.begin(), starts.end(), [&](int s) { return i >= s && i < s + 4; })) EXPECT_EQ(q(i), near(i)) << i;
+  for (int i = 0; i < js.nq(); ++i) {
+    if (std::none_of(starts.begin(), starts.end(), [&](int s) { return i >= s && i < s + 4; })) {
+      EXPECT_EQ(q(i), near(i)) << i;
+    }
+  }
   EXPECT_GT(js.normalize(q), 0.0);  // tolerance 0: every one off at all
   for (int s : starts) EXPECT_NEAR(q.segment<4>(s).norm(), 1.0, 1e-15);
 }
