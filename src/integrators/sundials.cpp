@@ -169,7 +169,9 @@ class ArkodeErk final : public SundialsBase {
   double step(Eigen::VectorXd& y) override {
     double now = 0.0;
     ERKStepGetCurrentTime(mem_, &now);
-    return evolve(now + opt_.step, ARK_ONE_STEP, y);  // the target only scales the first step
+    const double t = evolve(now + opt_.step, ARK_ONE_STEP, y);  // the target only scales the first step
+    project_output(t, y);  // the copy handed out is projected exactly, as advance()'s (project_step may leave a little)
+    return t;
   }
 
  private:
