@@ -72,7 +72,7 @@ class Dca final : public OdeFormulation {
     return true;
   }
 
-  double project(double, Eigen::Ref<Eigen::VectorXd> y) override { return joints().normalize(y.head(joints().nq())); }
+  double project(double t, Eigen::Ref<Eigen::VectorXd> y) override { return project_step(t, y, 0.0); }
   double project_step(double, Eigen::Ref<Eigen::VectorXd> y, double tolerance) override {
     return joints().normalize(y.head(joints().nq()), tolerance);
   }

@@ -87,11 +87,8 @@ class Hdca final : public OdeFormulation {
   }
 
   /// Unit quaternions; in single precision, the state rounded to float (as a float machine keeps it).
-  double project(double, Eigen::Ref<Eigen::VectorXd> y) override {
-    double change = engine_.kinematics().normalize(y.head(joints().nq()));
-    if constexpr (kSingle) change = std::max(change, round_to_scalar(y));
-    return change;
-  }
+  double project(double t, Eigen::Ref<Eigen::VectorXd> y) override { return project_step(t, y, 0.0); }
+  /// The same, leaving quaternions within `tolerance` of unit norm as they are.
   double project_step(double, Eigen::Ref<Eigen::VectorXd> y, double tolerance) override {
     double change = engine_.kinematics().normalize(y.head(joints().nq()), tolerance);
     if constexpr (kSingle) change = std::max(change, round_to_scalar(y));
