@@ -681,33 +681,56 @@ Model read_model_file(const std::string& path, const std::vector<ModelOverride>&
 }
 Model read_model_file(const std::string& path) { return read_model_file(path, {}, nullptr); }
 
-void write_model_json(const Model& model, std::ostream& out) {
-  // Indented for reading and editing. A model of thousands of bodies is written on one line (the
-  // indentation was two thirds of a 65,536-body file and of its reading time), its bodies and
-  // joints one at a time as they are made: a whole document of them cost 2.1 s at 65,536 bodies,
-  // and the whole text built in memory first (30 MB there, 130 MB of strings while it grew and
-  // was copied) was ali3's peak memory.
-  if (model.body_count() <= kIndentedBodies) {
-    out << to_json(model).dump(2) << '\n';
-    return;
+namespace {
+
+/// Writes `text` (a value dumped on its own) as nlohmann's pretty printer would inside a
+/// document: every line after the first indented by `pad` more, and the first too with `first`.
+void write_shifted(std::ostream& out, const std::string& text, const std::string& pad, bool first) {
+  if (first) out << pad;
+  std::size_t from = 0;
+  for (std::size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', from)) {
+    out.write(text.data() + from, static_cast<std::streamsize>(nl + 1 - from)) << pad;
+    from = nl + 1;
   }
+  out.write(text.data() + from, static_cast<std::streamsize>(text.size() - from));
+}
+
+}  // namespace
+
+void write_model_json(const Model& model, std::ostream& out) {
+  // The document's bodies and joints are written one at a time as they are made, the same bytes
+  // as the whole document dumped at once: building that document and its text first was the
+  // peak memory of a run (at 65,536 bodies 130 MB of strings while the text grew and was copied;
+  // at 2,001 bodies 19 of ali3's 45 MB). Up to kIndentedBodies bodies the file is indented for
+  // reading and editing; a larger model is written on one line (the indentation was two thirds
+  // of a 65,536-body file and of its reading time).
+  const int indent = model.body_count() <= kIndentedBodies ? 2 : -1;
+  const bool pretty = indent >= 0;
+  const std::string nl = pretty ? "\n" : "", pad1(pretty ? 2 : 0, ' '), pad2(pretty ? 4 : 0, ' ');
   const json root = to_json(model, false);  // throws for a callback before anything is written
-  out << '{';
+  out << '{' << nl;
   bool first = true;
   for (const auto& [key, value] : root.items()) {  // keys in the document's (sorted) order
-    out << (first ? "" : ",") << json(key).dump() << ':';
+    out << (first ? "" : "," + nl) << pad1 << json(key).dump() << (pretty ? ": " : ":");
     first = false;
-    if (key == "bodies" || key == "joints") {
-      out << '[';
-      const std::size_t n = key == "bodies" ? model.bodies.size() : model.joints.size();
-      for (std::size_t i = 0; i < n; ++i)
-        out << (i ? "," : "") << (key == "bodies" ? body_json(model.bodies[i]) : joint_json(model, model.joints[i])).dump();
-      out << ']';
-    } else {
-      out << value.dump();
+    if (key != "bodies" && key != "joints") {
+      write_shifted(out, value.dump(indent), pad1, false);
+      continue;
     }
+    const std::size_t n = key == "bodies" ? model.bodies.size() : model.joints.size();
+    if (n == 0) {
+      out << "[]";
+      continue;
+    }
+    out << '[' << nl;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i) out << ',' << nl;
+      const json item = key == "bodies" ? body_json(model.bodies[i]) : joint_json(model, model.joints[i]);
+      write_shifted(out, item.dump(indent), pad2, true);
+    }
+    out << nl << pad1 << ']';
   }
-  out << "}\n";
+  out << nl << "}\n";
 }
 
 std::string write_model_json(const Model& model) {

@@ -10,6 +10,8 @@
 #include <csignal>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "support.hpp"
 #include "treedyn/model_builder.hpp"
 #include "treedyn/generators.hpp"
@@ -123,6 +125,21 @@ TEST(ModelJson, WriteThenReadReproducesEveryShippedModelExactly) {
     ++count;
   }
   EXPECT_GE(count, 11);
+}
+
+// The writer streams the document's bodies and joints one at a time (the whole document and its
+// text built first were a run's peak memory). Its text must be exactly what nlohmann's own
+// printer makes of the same document: indented up to 2,048 bodies, on one line above. The
+// feature model carries every kind of item (forces, drivers, defaults, turned frames).
+TEST(ModelJson, TheStreamedTextIsTheDocumentAsNlohmannPrintsIt) {
+  Model no_joints = make_chain(1, JointType::Spherical);
+  no_joints.joints.clear();  // "joints": []
+  for (const Model& m : {feature_model(), make_chain(2048, JointType::Revolute), no_joints}) {
+    const std::string text = write_model_json(m);
+    EXPECT_EQ(text, nlohmann::json::parse(text).dump(2) + "\n") << m.name;
+  }
+  const std::string compact = write_model_json(make_chain(2049, JointType::Revolute));
+  EXPECT_EQ(compact, nlohmann::json::parse(compact).dump() + "\n");
 }
 
 // Issue 28: large models are written on one line, their bodies and joints one at a time, and read
