@@ -248,9 +248,10 @@ ConstraintSet::ConstraintSet(const Model& model) : model_(&model) {
   }
 }
 
-void ConstraintSet::evaluate(double t, const SystemState& state, std::vector<ConstraintBlock>& blocks) const {
+void ConstraintSet::evaluate(double t, const SystemState& state, std::vector<ConstraintBlock>& blocks,
+                             ConstraintParts parts) const {
   blocks.resize(offsets_.size());
-  for (int k = 0; k < block_count(); ++k) evaluate_block(k, t, state, blocks[static_cast<std::size_t>(k)]);
+  for (int k = 0; k < block_count(); ++k) evaluate_block(k, t, state, blocks[static_cast<std::size_t>(k)], parts);
 }
 
 void ConstraintSet::evaluate_block(int k, double t, const SystemState& state, ConstraintBlock& out,

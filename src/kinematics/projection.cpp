@@ -11,7 +11,7 @@ ConstraintMatrix::ConstraintMatrix(const Model& model)
 
 void ConstraintMatrix::factorise(double t, const SystemState& state) {
   const int n = model_->body_count();
-  constraints_.evaluate(t, state, blocks_);
+  constraints_.evaluate(t, state, blocks_, ConstraintParts::without_jdot());
   constraints_.stack(blocks_, J_, phi_, phi_t_, gamma_);
   for (int i = 0; i < n; ++i) {
     const Mat3 A = state[static_cast<std::size_t>(i)].q.toRotationMatrix();

@@ -33,7 +33,7 @@ std::pair<int, Eigen::SparseMatrix<double>> loop_complement(const Model& model, 
   const ConstraintSet constraints(model);
   if (constraints.rows() == 0) return {0, {}};
   std::vector<ConstraintBlock> blocks;
-  constraints.evaluate(0.0, state, blocks);
+  constraints.evaluate(0.0, state, blocks, ConstraintParts::without_jdot());
   std::vector<Eigen::Triplet<double>> tree_entries, loop_entries;
   int tree_rows = 0, loop_rows = 0;
   for (int k = 0; k < constraints.block_count(); ++k) {
@@ -98,7 +98,7 @@ int sparse_jacobian_rank(const Model& model, const std::vector<char>&) {
   const ConstraintSet constraints(model);
   if (constraints.rows() == 0) return 0;
   std::vector<ConstraintBlock> blocks;
-  constraints.evaluate(0.0, initial_state(model), blocks);
+  constraints.evaluate(0.0, initial_state(model), blocks, ConstraintParts::without_jdot());
   Eigen::SparseMatrix<double> J;
   Eigen::VectorXd phi, phi_t, gamma;
   constraints.stack(blocks, J, phi, phi_t, gamma);

@@ -124,6 +124,28 @@ const ConstraintParts kSomeParts[] = {ConstraintParts::jacobians_only(), Constra
 
 }  // namespace
 
+// The Jacobians' rates are held on the heap and only once asked for: a block evaluated without
+// them (ali3's, the implicit and reference formulations' per-joint blocks) has none, and one
+// evaluated with them keeps their storage, at its size, when evaluated again either way.
+TEST(Constraints, TheRatesOfTheJacobiansAreHeldOnlyOnceAskedFor) {
+  std::mt19937 rng(7);
+  const Joint j = random_joint(JointType::Revolute, rng);
+  const BodyState P = random_state(rng), C = random_state(rng);
+  ConstraintBlock b;
+  joint_constraint(j, P, C, b, ConstraintParts::without_jdot());
+  EXPECT_EQ(b.Jdot_P.size(), 0);
+  EXPECT_EQ(b.Jdot_C.size(), 0);
+  joint_constraint(j, P, C, b);
+  ASSERT_EQ(b.Jdot_P.rows(), b.size());
+  const double* storage = b.Jdot_P.data();
+  const ConstraintRateRows rates = b.Jdot_P;
+  joint_constraint(j, random_state(rng), random_state(rng), b, ConstraintParts::without_jdot());
+  EXPECT_EQ(b.Jdot_P, rates);  // left as they were
+  joint_constraint(j, P, C, b);
+  EXPECT_EQ(b.Jdot_P.data(), storage);  // the same storage: no allocation
+  EXPECT_EQ(b.Jdot_P, rates);
+}
+
 // ali3 and the implicit integrators ask for Phi and the Jacobians alone in their Newton
 // iterations: what they get must be exactly the full evaluation's.
 TEST(JointConstraints, PartialEvaluationFillsExactlyThePartsAsked) {

@@ -60,7 +60,7 @@ class Ali3 final : public Formulation {
     for (const Body& b : model_.bodies) inertia_inverse_.push_back(b.inertia.inverse());
     if (options.geometric_stiffness) M_check_.assign(static_cast<std::size_t>(n_), Mat7::Zero());
     per_body_.assign(static_cast<std::size_t>(n_), 0.0);
-    ctx_.constraints.evaluate(0.0, state_, blocks_);
+    ctx_.constraints.evaluate(0.0, state_, blocks_, ConstraintParts::without_jdot());
     core_ = std::make_unique<Tree>(ctx_.tree, ctx_.joint_blocks.sides(), InverseMethod::Cholesky, dc::LeafBlocks::Shared);
     rows_.resize(model_.joints.size());
     for (const auto& f : model_.frictions)
@@ -180,7 +180,7 @@ class Ali3 final : public Formulation {
 
   void evaluate_all_blocks(double t) {
     ctx_.parallel.for_each(ctx_.constraints.block_count(),
-                       [&](int k) { ctx_.constraints.evaluate_block(k, t, state_, blocks_[static_cast<std::size_t>(k)]); });
+                       [&](int k) { ctx_.constraints.evaluate_block(k, t, state_, blocks_[static_cast<std::size_t>(k)], ConstraintParts::without_jdot()); });
   }
 
   /// What a pass solves for, which sets its rows' right-hand sides: -Phi (Newton), -Phi_t
@@ -323,7 +323,8 @@ class Ali3 final : public Formulation {
             const Joint& joint = model_.joints[static_cast<std::size_t>(j)];
             const bool parent = joint.parent == i;
             ctx_.constraints.evaluate_block(k, t, parent ? moved : state_of(state_, joint.parent),
-                                        parent ? state_of(state_, joint.child) : moved, scratch);
+                                        parent ? state_of(state_, joint.child) : moved, scratch,
+                                        ConstraintParts::jacobians_only());
             const Vec6 wrench = (parent ? scratch.J_P : scratch.J_C).transpose() *
                                 lambda_.segment(ctx_.constraints.offset(k), scratch.size());
             load += in_q(wrench, q.tail<4>());

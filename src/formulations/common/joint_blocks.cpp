@@ -8,7 +8,7 @@ JointBlocks::JointBlocks(const Model& model, const ConstraintSet& constraints, i
                          const std::string& formulation)
     : constraints_(&constraints), blocks_of_(model.joints.size()), sides_(model.joints.size()) {
   std::vector<ConstraintBlock> blocks(static_cast<std::size_t>(constraints.block_count()));
-  constraints.evaluate(0.0, initial_state(model), blocks);
+  constraints.evaluate(0.0, initial_state(model), blocks, ConstraintParts::without_jdot());
   for (int k = 0; k < constraints.block_count(); ++k)
     blocks_of_[static_cast<std::size_t>(constraints.joint_of_block(k))].push_back(k);
   for (int j = 0; j < model.joint_count(); ++j) {

@@ -73,7 +73,7 @@ void AccelerationSolver::joint_rows(int j) {
   const BodyState& P = state_of(bodies_, joint.parent);
   const BodyState& C = state_of(bodies_, joint.child);
   ConstraintBlock block;
-  joint_constraint(joint, P, C, block);
+  joint_constraint(joint, P, C, block, ConstraintParts::without_jdot());
   ConstraintVector rhs = block.gamma;
   if (baumgarte_alpha_ != 0.0 || baumgarte_beta_ != 0.0) {
     Vec6 V_P, V_C;

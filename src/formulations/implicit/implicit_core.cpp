@@ -111,7 +111,7 @@ void Core::snapshot(Snapshot& out) {
   if (reactions_at_start()) {  // lambda_n acts through the Jacobians of t_n (half-implicit, Eq. 3)
     reactions_from_multipliers(ctx_.constraints, blocks_n_, lambda_, state_n_, out);
   } else {
-    ctx_.constraints.evaluate(t_, state_, blocks_);
+    ctx_.constraints.evaluate(t_, state_, blocks_, ConstraintParts::without_jdot());
     reactions_from_multipliers(ctx_.constraints, blocks_, lambda_, state_, out);
   }
   out.extra_power = 0.0;
