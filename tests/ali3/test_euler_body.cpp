@@ -84,8 +84,11 @@ TEST(EulerBody, ClosedFormTangentIsTheInverseOfEq23) {
   for (int k = 0; k < 20; ++k) {
     const RandomBody b = random_body(rng);
     const Mat3 A = quaternion<double>(b.p).toRotationMatrix();
-    Mat7 K;
-    const Mat6 K_twist = closed_form_tangent(b.m, b.J.inverse(), A, b.p, s, alpha, K);
+    BlockTangent blocks;
+    const Mat6 K_twist = closed_form_tangent(b.m, b.J.inverse(), A, b.p, s, alpha, blocks);
+    const Mat7 K = blocks.full();
+    const Vec7 x = Vec7::Random();
+    EXPECT_LT((blocks.times(x) - K * x).norm(), 1e-15 * (K * x).norm());  // the 7 x 7's zeros left out
     Mat7 M_cc = mass_matrix(b.m, b.J, b.p);
     M_cc.bottomRightCorner<4, 4>() += s * alpha * b.p * b.p.transpose();
     const Mat7 expected = s * M_cc.fullPivLu().inverse();

@@ -34,7 +34,7 @@ struct BodyData {
   Vec7 q, qd, qdd;               // current iterate (Eqs. 15-16 keep qd, qdd tied to q)
   Vec7 q_bar, qd_bar, qdd_bar;   // at the start of the step
   double mu = 0.0;               // normalisation multiplier
-  Mat7 K = Mat7::Zero();         // (h^2/4) M_cc^-1 of the last full pass
+  BlockTangent K;                // (h^2/4) M_cc^-1 of the last full pass (K_full_ with geometric stiffness)
   Vec4 p_tangent = Vec4::Zero(); // the Euler parameters it was built at: T = diag(I, 2 E(p_tangent))
   Vec7 bias = Vec7::Zero();      // the leaf's b in the current pass
   Vec7 delta = Vec7::Zero();     // Delta q of the Newton iteration
@@ -58,7 +58,10 @@ class Ali3 final : public Formulation {
     check(options);
     if (options_.alpha == 0.0) options_.alpha = ali3_penalty(model_, ctx_.topology, options_.dt);
     for (const Body& b : model_.bodies) inertia_inverse_.push_back(b.inertia.inverse());
-    if (options.geometric_stiffness) M_check_.assign(static_cast<std::size_t>(n_), Mat7::Zero());
+    if (options.geometric_stiffness) {
+      M_check_.assign(static_cast<std::size_t>(n_), Mat7::Zero());
+      K_full_.assign(static_cast<std::size_t>(n_), Mat7::Zero());
+    }
     per_body_.assign(static_cast<std::size_t>(n_), 0.0);
     ctx_.constraints.evaluate(0.0, state_, blocks_, ConstraintParts::without_jdot());
     core_ = std::make_unique<Tree>(ctx_.tree, ctx_.joint_blocks.sides(), InverseMethod::Cholesky, dc::LeafBlocks::Shared);
@@ -259,12 +262,9 @@ class Ali3 final : public Formulation {
 
   /// K x for body i's held tangent: K is block diagonal (translation, Euler parameters) unless
   /// geometric stiffness couples them.
-  Vec7 K_times(const BodyData& b, const Vec7& x) const {
-    if (options_.geometric_stiffness) return b.K * x;
-    Vec7 out;
-    out.head<3>().noalias() = b.K.topLeftCorner<3, 3>() * x.head<3>();
-    out.tail<4>().noalias() = b.K.bottomRightCorner<4, 4>() * x.tail<4>();
-    return out;
+  Vec7 K_times(int i, const Vec7& x) const {
+    if (options_.geometric_stiffness) return K_full_[static_cast<std::size_t>(i)] * x;
+    return body(i).K.times(x);
   }
 
   /// M_c v at the tangent's positions (the projections, which do not move q): M v (Eq. 7)
@@ -295,11 +295,12 @@ class Ali3 final : public Formulation {
     add_geometric_stiffness(i, t, h);
     Mat7 M_cc = M_check;
     M_cc.bottomRightCorner<4, 4>().noalias() += s * options_.alpha * p * p.transpose();
-    if (!cholesky_inverse<double, 7>(M_cc, b.K, 0.0))
+    Mat7& K = K_full_[static_cast<std::size_t>(i)];
+    if (!cholesky_inverse<double, 7>(M_cc, K, 0.0))
       throw SimulationError(t, "ali3: the tangent with geometric stiffness of body '" + model_body.name +
                                    "' is not positive definite (large constraint loads): leave out --geometric-stiffness or shorten the step");
-    b.K *= s;
-    return in_twist(b.K, p);
+    K *= s;
+    return in_twist(K, p);
   }
 
   /// (h^2/4) (Phi_qq' lambda + Psi_qq' mu) added to M_c (end of Sect. 4.4): the derivative of the
@@ -362,7 +363,7 @@ class Ali3 final : public Formulation {
       BodyData& b = body(i);
       Vec6 f = Vec6::Zero();
       for (const auto& fh : node.f) f += fh;
-      b.*out = b.bias + K_times(b, in_q(f, b.p_tangent));
+      b.*out = b.bias + K_times(i, in_q(f, b.p_tangent));
       after(i);
     };
     auto rows = [&](int j) { joint_rows(j, t, full, level); };
@@ -393,7 +394,7 @@ class Ali3 final : public Formulation {
       const BodyData& b = body(i);
       Vec7 Q = generalized_forces(i);
       Q.tail<4>() -= s * options_.alpha * b.qd.tail<4>().squaredNorm() * b.q.tail<4>();  // Psi_q' alpha nu, nu = -pd'pd
-      return K_times(b, Q) / s;
+      return K_times(i, Q) / s;
     });
     for (int i = 0; i < n_; ++i) {
       BodyData& b = body(i);
@@ -442,7 +443,7 @@ class Ali3 final : public Formulation {
       evaluate_loads(t);
       solve_tree(
           first, t, h, Level::Position, &BodyData::delta,
-          [&](int i) -> Vec7 { return -K_times(body(i), newton_residual(i)); },  // delta_3 (Eq. 27)
+          [&](int i) -> Vec7 { return -K_times(i, newton_residual(i)); },  // delta_3 (Eq. 27)
           [&](int i) {
             apply_newton_increment(i, h);
             for (int j : core_->leaf(i).handles)  // Delta lambda = -(the tree's multipliers): f = -Phi_q' Delta lambda
@@ -497,7 +498,7 @@ class Ali3 final : public Formulation {
         true, t, h, Level::Velocity, &BodyData::qd,
         [&](int i) -> Vec7 {  // theta (Eq. 45)
           const BodyData& b = body(i);
-          return K_times(b, mass_c_times(i, b.qd)) / s;
+          return K_times(i, mass_c_times(i, b.qd)) / s;
         },
         [&](int i) { update_state(i); });
     ++stats_.projections;
@@ -512,7 +513,7 @@ class Ali3 final : public Formulation {
       const BodyData& b = body(i);
       Vec7 x = mass_c_times(i, b.qdd);
       x.tail<4>() -= s * options_.alpha * b.qd.tail<4>().squaredNorm() * b.q.tail<4>();
-      return K_times(b, x) / s;
+      return K_times(i, x) / s;
     });
     ++stats_.projections;
   }
@@ -546,6 +547,7 @@ class Ali3 final : public Formulation {
   std::vector<Vec6> wrenches_;
   std::vector<Mat3> inertia_inverse_;  // J^-1 per body, for the closed-form tangent
   std::vector<Mat7> M_check_;          // M_c per body of the last full pass, only with geometric stiffness
+  std::vector<Mat7> K_full_;           // (h^2/4) M_cc^-1 per body, only with geometric stiffness
   std::vector<double> per_body_;       // a number per body from a parallel loop (increments, checks)
   double norm_error_max_ = 0.0;        // largest |p'p - 1| after a step
   std::unique_ptr<Tree> core_;
