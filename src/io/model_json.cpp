@@ -390,9 +390,9 @@ json joint_json(const Model& m, const Joint& j) {
           {"parent_frame", frame_json(j.parent_frame)}, {"child_frame", frame_json(j.child_frame)}};
 }
 
-/// The model as a JSON document; with `items` false, "bodies" and "joints" are null (the large
-/// models' writer streams them, one item at a time).
-json to_json(const Model& m, bool items = true) {
+/// The model as a JSON document with "bodies" and "joints" null: write_model_json streams them,
+/// one item at a time (body_json, joint_json), in their places.
+json to_json(const Model& m) {
   json root;
   root["name"] = m.name;
   if (!m.description.empty()) root["description"] = m.description;
@@ -401,12 +401,6 @@ json to_json(const Model& m, bool items = true) {
   auto joint_name = [&](int i) { return m.joints[static_cast<std::size_t>(i)].name; };
   root["bodies"] = nullptr;
   root["joints"] = nullptr;
-  if (items) {
-    root["bodies"] = json::array();
-    for (const Body& b : m.bodies) root["bodies"].push_back(body_json(b));
-    root["joints"] = json::array();
-    for (const Joint& j : m.joints) root["joints"].push_back(joint_json(m, j));
-  }
   json forces = json::array();
   for (const auto& s : m.springs)
     forces.push_back({{"type", "spring_damper"}, {"name", s.name}, {"body_a", body_name(s.body_a)}, {"local_point_a", vec(s.point_a)},
@@ -707,7 +701,7 @@ void write_model_json(const Model& model, std::ostream& out) {
   const int indent = model.body_count() <= kIndentedBodies ? 2 : -1;
   const bool pretty = indent >= 0;
   const std::string nl = pretty ? "\n" : "", pad1(pretty ? 2 : 0, ' '), pad2(pretty ? 4 : 0, ' ');
-  const json root = to_json(model, false);  // throws for a callback before anything is written
+  const json root = to_json(model);  // throws for a callback before anything is written
   out << '{' << nl;
   bool first = true;
   for (const auto& [key, value] : root.items()) {  // keys in the document's (sorted) order

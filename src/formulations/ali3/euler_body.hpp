@@ -86,7 +86,7 @@ inline void trapezoidal_rates(const Vec7& q, const Vec7& q_bar, const Vec7& qd_b
 struct BlockTangent {
   double k = 0.0;            // s / m
   Mat4 K_p = Mat4::Zero();   // the Euler parameters' block
-  /// K x: the same numbers as the 7 x 7 product (its other entries are zero).
+  /// K x from the two blocks (the 7 x 7's other entries are zero; within round-off of its product).
   Vec7 times(const Vec7& x) const {
     Vec7 out;
     out.head<3>() = k * x.head<3>();
