@@ -48,7 +48,8 @@
 // Glossary (symbol -> code): K_ij -> K[0] (xi_ij in 001/004, Phi_ij in Featherstone's DCA),
 // b_i -> b[i] (xi_i0; bias accelerations), f_i -> f[i] (T_i: impulses; forces) at a Shared leaf;
 // K~, b~, lambda_i -> K_hat(), b_hat(), f_hat() at a node in rows; Z, Y_i, beta_hat, lambda (sigma)
-// as named. All per-node storage is sized once by HandleTree's constructor.
+// as named. All per-node storage is sized once by HandleTree's constructor; a node's K~, b~, f~
+// below its subtree's root are alive only within a pass (Node::K_r).
 #pragma once
 
 #include <algorithm>
@@ -309,6 +310,11 @@ class HandleTree {
     // r = offset[h] the sum of the handles' rows m_i, G_i K_ij G_j' is the (o_i, o_j) block of the
     // r x r matrix K_hat(), G_i b_i and the multipliers lambda_i of handle i's joint
     // (f_i = G_i' lambda_i) the segments at o_i of b_hat() and f_hat(). Empty for a Shared leaf.
+    // Lifetime: below a subtree's root (AssemblyTree::subtrees) these live in buffers that other
+    // nodes of the subtree reuse (HandleTree::place_in_stack), so they hold a node's values only
+    // within a pass: K~ and b~ from the node's assembly (a leaf's fill) to its parent's, f~ from
+    // its parent's disassembly to its own (a leaf's leaf_out). After a pass, read the joints'
+    // loads with multiplier() or joint_load().
     std::span<S> K_r, b_r, f_r;
     std::span<int> offset;     // h + 1 entries, every node
     int o(int i) const { return offset[static_cast<std::size_t>(i)]; }
@@ -380,8 +386,9 @@ class HandleTree {
     }
     typename Node::MapV(out, j.rows).noalias() = rows_of(j, p).topRows(j.rows) * b_i;
   }
-  /// The load f_i = G_i' lambda_i at handle i of a leaf after disassembly (for a Shared leaf, the
-  /// f_i it holds). `rows` must be the pass's.
+  /// The load f_i = G_i' lambda_i at handle i of a leaf after its disassembly, in the pass's
+  /// leaf_out (an InRows leaf's lambda_i is then overwritten by other nodes: joint_load() reads
+  /// the loads after the pass); for a Shared leaf, the f_i it holds. `rows` must be the pass's.
   Vec load(const Node& leaf, int i, const std::vector<JointRows<S, Dim>>& rows) const {
     assert(i >= 0 && i < leaf.size());
     if (!leaf.in_rows) return leaf.f[static_cast<std::size_t>(i)];
@@ -394,6 +401,21 @@ class HandleTree {
       return f;
     }
     f.noalias() = rows_of(j, p).topRows(j.rows).transpose() * Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>>(lambda, j.rows);
+    return f;
+  }
+  /// The load G_s' lambda that `joint` puts on its body on side s (the p side if `p_side`) as
+  /// the last pass left it: what load() read at that body's leaf during the pass, valid after it.
+  /// Zero for a joint without rows. `rows` must be the pass's.
+  Vec joint_load(int joint, bool p_side, const std::vector<JointRows<S, Dim>>& rows) const {
+    const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(joint)];
+    const Vec lambda = multiplier(joint);
+    Vec f = Vec::Zero();
+    if (j.rows == 0) return f;
+    if (j.unit_rows) {
+      for (int k = 0; k < j.rows; ++k) f(k) = unit_sign(p_side) * lambda(k);
+      return f;
+    }
+    f.noalias() = rows_of(j, p_side).topRows(j.rows).transpose() * Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>>(lambda.data(), j.rows);
     return f;
   }
   /// For unit rows (JointRows::unit_rows): G on the p side is -[I 0], on the c side [I 0].
@@ -477,6 +499,7 @@ class HandleTree {
         [&](int id) { disassemble_node(id, rows); }, [&](int id) { leaf_out(tree_->node(id).body); });
   }
   void take_records(const std::vector<int>& order);
+  std::vector<int> place_in_stack();
   void setup_node(int id);
   void assemble_node(int id, const std::vector<JointRows<S, Dim>>& rows);
   template <int M, int MK, int H>
@@ -556,7 +579,16 @@ class HandleTree {
   std::vector<Mat> K_arena_;
   std::vector<Single> singles_;  // the single-joint eliminations, in the passes' visiting order
   std::vector<Vec> b_arena_, f_arena_;
-  std::vector<S> scalar_arena_;  // inner nodes' K_r, b_r, f_r and the singles' W
+  /// Every node's blocks start at Eigen's largest alignment, in both arenas: Eigen's vectorised
+  /// kernels split their work by the alignment of what they read, so a node's numbers would
+  /// otherwise depend on where it sits, and trees cut for different thread counts (laid out
+  /// differently) would not give the same numbers bit for bit.
+  static constexpr std::size_t kAlign = std::max<std::size_t>(1, EIGEN_MAX_ALIGN_BYTES / sizeof(S));
+  static std::size_t aligned(std::size_t at) { return (at + kAlign - 1) / kAlign * kAlign; }
+  using Arena = std::vector<S, Eigen::aligned_allocator<S>>;
+  Arena scalar_arena_;  // the singles' Z^+, beta_hat, lambda, W; K_r, b_r, f_r of nodes not in the stack
+  Arena stack_arena_;   // the stack buffers of place_in_stack, each subtree's from a cache line
+  std::vector<std::size_t> stack_offset_;  // where each buffer starts in stack_arena_
   std::vector<int> offset_arena_;
   std::vector<int> handle_arena_;  // the nodes' handles, holds_p, from and eliminated
   std::vector<char> holds_p_arena_;

@@ -110,14 +110,17 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     v_at += h;
   }
   for (int id : order) setup_node(id);  // children before parents
-  // The K, b, f in rows (r x r, r, r) of the nodes held so, and the single-joint eliminations for the nodes
-  // that have one (not the leaves, half the nodes; nor the several-joint nodes, whose W is their
-  // own) with their Z^+, beta_hat, lambda and W (m x m, m, m, m x r).
+  // The K, b, f in rows (r x r, r, r) of the nodes held so: a subtree's root and the nodes above
+  // in their own storage, every other in a stack buffer (place_in_stack); and the single-joint
+  // eliminations of the nodes that have one (not the leaves, half the nodes; nor the several-joint
+  // nodes, whose W is their own), with their Z^+, beta_hat, lambda and W (m x m, m, m, m x r).
+  const std::vector<int> buffer = place_in_stack();
   std::size_t singles = 0, scalar_size = 0;
-  for (const Node& n : nodes_) {
+  for (int id : order) {  // as they are taken below: the padding depends on the order
+    const Node& n = node(id);
     if (!n.in_rows) continue;
-    scalar_size += static_cast<std::size_t>(n.rows() * (n.rows() + 2));
-    if (uses_single(n)) ++singles, scalar_size += static_cast<std::size_t>(n.m * (n.m + 2 + n.rows()));
+    if (buffer[static_cast<std::size_t>(id)] < 0) scalar_size = aligned(scalar_size) + static_cast<std::size_t>(n.rows() * (n.rows() + 2));
+    if (uses_single(n)) ++singles, scalar_size = aligned(scalar_size) + static_cast<std::size_t>(n.m * (n.m + 2 + n.rows()));
   }
   singles_.resize(singles);
   scalar_arena_.assign(scalar_size, S(0));
@@ -131,12 +134,21 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     Node& n = node(id);
     if (!n.in_rows) continue;
     const auto r = static_cast<std::size_t>(n.rows());
-    n.K_r = take(r * r);
-    n.b_r = take(r);
-    n.f_r = take(r);
+    if (const int k = buffer[static_cast<std::size_t>(id)]; k >= 0) {
+      S* at = stack_arena_.data() + stack_offset_[static_cast<std::size_t>(k)];
+      n.K_r = std::span<S>(at, r * r);
+      n.b_r = std::span<S>(at + r * r, r);
+      n.f_r = std::span<S>(at + r * r + r, r);
+    } else {
+      x_at = aligned(x_at);
+      n.K_r = take(r * r);
+      n.b_r = take(r);
+      n.f_r = take(r);
+    }
     if (!uses_single(n)) continue;
     n.single = &singles_[s_at++];
     const auto m = static_cast<std::size_t>(n.m);
+    x_at = aligned(x_at);
     n.single->Z_inverse = take(m * m);
     n.single->beta_hat = take(m);
     n.single->lambda = take(m);
@@ -188,6 +200,65 @@ void HandleTree<S, Dim>::take_records(const std::vector<int>& order) {
     n.eliminated = std::span<Eliminated>(eliminated_arena_.data() + e_at, count(a.eliminated));
     e_at += n.eliminated.size();
   }
+}
+
+// A node's K~, b~ and f~ are read only by its parent's assembly (after the node's own, or its
+// leaf's fill) and by its own disassembly (after its parent's): no bias-only pass, base
+// connection or multiplier() reads them. Each subtree is visited in post-order, so within it the
+// nodes whose blocks are alive at one time form a stack, one node a depth: a leaf is pushed, an
+// inner node pops its two children and is pushed where its left child was. The disassembly,
+// the same visit reversed, keeps the same nodes alive. So every node below a subtree's root takes
+// one of two buffers at its stack depth, sized for the largest node that uses it: a leaf the
+// first, an inner node the one its left child does not hold, so that it writes its blocks while
+// it reads its children's (its right child is one depth deeper). A subtree's root, read by the
+// levels above (another thread's, in another phase of the pass), and those levels keep their own
+// (-1). Returns each node's buffer; fills stack_arena_ and stack_offset_, each subtree's
+// buffers on their own cache lines. On a chain that takes K~, b~ and f~ of every node but a few
+// out of memory that scales with the bodies (0.75 KB a body for a spherical chain in double),
+// and the passes write and read them in a few kilobytes that stay in cache.
+template <class S, int Dim>
+std::vector<int> HandleTree<S, Dim>::place_in_stack() {
+  std::vector<int> buffer(nodes_.size(), -1);
+  std::vector<std::size_t> capacity;  // scalars, per buffer
+  struct Entry {
+    int id, buffer;
+  };
+  std::vector<Entry> stack;
+  std::vector<std::size_t> bases;
+  for (const auto& s : tree_->subtrees()) {
+    const int base = static_cast<int>(capacity.size());
+    bases.push_back(capacity.size());
+    stack.clear();
+    for (int id : s) {
+      const AssemblyNode& a = tree_->node(id);
+      const int depth = static_cast<int>(stack.size()) - (a.is_leaf() ? 0 : 2);
+      int parity = 0;
+      if (!a.is_leaf()) {
+        if (depth < 0 || stack[stack.size() - 1].id != a.right || stack[stack.size() - 2].id != a.left)
+          throw std::logic_error("dc::HandleTree: a subtree is not listed in post-order");
+        parity = 1 - (stack[stack.size() - 2].buffer - base) % 2;
+        stack.resize(stack.size() - 2);
+      }
+      const int k = base + 2 * depth + parity;
+      if (capacity.size() <= static_cast<std::size_t>(k)) capacity.resize(static_cast<std::size_t>(k) + 1, 0);
+      stack.push_back({id, k});
+      const Node& n = node(id);
+      if (id == s.back() || !n.in_rows) continue;
+      buffer[static_cast<std::size_t>(id)] = k;
+      const auto r = static_cast<std::size_t>(n.rows());
+      capacity[static_cast<std::size_t>(k)] = std::max(capacity[static_cast<std::size_t>(k)], r * (r + 2));
+    }
+  }
+  constexpr std::size_t line = std::max<std::size_t>(1, 64 / sizeof(S));  // scalars in a cache line
+  stack_offset_.assign(capacity.size(), 0);
+  std::size_t at = 0;
+  for (std::size_t k = 0; k < capacity.size(); ++k) {
+    at = std::binary_search(bases.begin(), bases.end(), k) ? (at + line - 1) / line * line : aligned(at);
+    stack_offset_[k] = at;
+    at += capacity[k];
+  }
+  stack_arena_.assign(at, S(0));
+  return buffer;
 }
 
 template <class S, int Dim>

@@ -17,7 +17,9 @@
 #include <Eigen/SVD>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <random>
+#include <set>
 
 #include "support.hpp"
 #include "treedyn/dc_core.hpp"
@@ -323,6 +325,59 @@ TEST(TreeSolve, TwoThreadsGiveTheSerialNumbersBitForBit) {
   const TreeResult threaded =
       tree_solve(m, p, false, Parallel(Threading{.threads = 2, .min_parallel_bodies = 2}, 1), core2);
   for (std::size_t i = 0; i < serial.x.size(); ++i) EXPECT_EQ(serial.x[i], threaded.x[i]) << "body " << i;
+}
+
+// The nodes below a subtree's root keep their K~, b~ and f~ in stack buffers that other nodes
+// reuse, so a leaf's loads can be read only in the pass; after it, joint_load() gives them from
+// the multipliers. On random graphs with loops, trees cut for one, two and three threads and
+// leaves in rows: every leaf's handle load read in leaf_out is joint_load()'s after the pass, bit
+// for bit; and on one thread the tree holds two K~ blocks a depth and the root's.
+TEST(TreeSolve, JointLoadsAfterThePassAreTheLoadsTheLeavesReadInIt) {
+  std::mt19937 rng(23);
+  for (int trial = 0; trial < 6; ++trial) {
+    const Model m = random_graph(12 + 7 * trial, trial % 3, trial % 2, rng);
+    const Topology topology(m);
+    const Problem p = random_problem(m, false, trial % 2 == 0 ? 0.0 : 1e-6, rng);
+    for (int threads : {1, 2, 3}) {
+      const AssemblyTree tree(m, topology, threads);
+      Tree core(tree, p.sides);
+      std::map<std::pair<int, int>, Vec6> in_pass;  // (joint, body) -> the load read in leaf_out
+      auto leaf_in = [&](int i) {
+        auto& node = core.leaf(i);
+        for (int a = 0; a < node.size(); ++a) {
+          const Mat6& Ta = p.arm.at({i, node.handles[static_cast<std::size_t>(a)]});
+          core.set_leaf_bias(node, a, Ta.transpose() * p.beta[static_cast<std::size_t>(i)], p.rows);
+          const Eigen::MatrixXd Ga = Tree::handle_rows(node, a, p.rows);
+          for (int c = 0; c < node.size(); ++c) {
+            const Eigen::MatrixXd Gc = Tree::handle_rows(node, c, p.rows);
+            node.K_hat().block(node.o(a), node.o(c), Ga.rows(), Gc.rows()) =
+                Ga * Ta.transpose() * p.M_inverse[static_cast<std::size_t>(i)] * p.arm.at({i, node.handles[static_cast<std::size_t>(c)]}) * Gc.transpose();
+          }
+        }
+      };
+      std::mutex guard;
+      auto leaf_out = [&](int i) {
+        const auto& node = core.leaf(i);
+        for (int a = 0; a < node.size(); ++a) {
+          const std::lock_guard<std::mutex> lock(guard);
+          in_pass[{node.handles[static_cast<std::size_t>(a)], i}] = core.load(node, a, p.rows);
+        }
+      };
+      core.solve(p.rows, Parallel(Threading{.threads = threads, .min_parallel_bodies = 2}, 1), leaf_in, leaf_out);
+      const std::string what = "trial " + std::to_string(trial) + ", " + std::to_string(threads) + " thread(s)";
+      ASSERT_FALSE(in_pass.empty()) << what;
+      for (const auto& [key, load] : in_pass) {
+        const auto [joint, body] = key;
+        const bool p_side = p.sides[static_cast<std::size_t>(joint)].body_p == body;
+        EXPECT_EQ(core.joint_load(joint, p_side, p.rows), load) << what << ", joint " << joint << ", body " << body;
+      }
+      std::set<const double*> K_blocks;
+      for (int id = 0; id < static_cast<int>(tree.nodes().size()); ++id)
+        if (!core.node(id).K_r.empty()) K_blocks.insert(core.node(id).K_r.data());
+      if (threads == 1)  // one subtree: two buffers a depth and the root's own
+        EXPECT_LE(K_blocks.size(), static_cast<std::size_t>(2 * (tree.height() + 1) + 1)) << what << ": the nodes' blocks are not shared";
+    }
+  }
 }
 
 // Unit rows (a tree joint's D = [I; 0]: dca's and hdca's spherical and fixed joints): the kernels

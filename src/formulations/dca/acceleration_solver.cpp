@@ -142,10 +142,9 @@ void AccelerationSolver::reactions(std::vector<JointReaction>& out) const {
   out.assign(model_.joints.size(), JointReaction{});
   for (std::size_t j = 0; j < model_.joints.size(); ++j) {
     const Joint& joint = model_.joints[j];
-    const auto& leaf = core_.node(tree_.leaf_of(joint.child));
-    const int h = core_.handle_index(leaf, static_cast<int>(j));
-    if (h < 0) continue;  // a free joint carries no load
-    const Vec6 f = core_.load(leaf, h, rows_);
+    const dc::JointSides& sides = core_.sides(static_cast<int>(j));
+    if (sides.rows == 0) continue;  // a free joint carries no load
+    const Vec6 f = core_.joint_load(static_cast<int>(j), sides.body_p == joint.child, rows_);  // on the child
     const BodyState& C = bodies_[static_cast<std::size_t>(joint.child)];
     const Vec3 origin = C.r + C.q * joint.child_frame.origin;  // report about the child's joint frame
     out[j] = {f.head<3>(), f.tail<3>() + (points_[j] - origin).cross(f.head<3>())};
