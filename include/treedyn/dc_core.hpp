@@ -397,6 +397,11 @@ class HandleTree {
     const S* lambda = leaf.f_r.data() + leaf.o(i);
     Vec f = Vec::Zero();
     if (j.unit_rows) {
+      if constexpr (Dim == 6)
+        if (j.rows == 3) {  // a ball joint's, in fixed size: the element loop's stores stalled the reads after it
+          f.template head<3>() = unit_sign(p) * Eigen::Map<const Eigen::Matrix<S, 3, 1>>(lambda);
+          return f;
+        }
       for (int k = 0; k < j.rows; ++k) f(k) = unit_sign(p) * lambda[k];
       return f;
     }

@@ -41,6 +41,12 @@ struct Geometry<S, 6> {
     out.template tail<3>() = L.template tail<3>() + d.cross(L.template head<3>());
     return out;
   }
+  /// P += shift_load(L, d), in place and by halves: summing the 6-vector that shift_load builds
+  /// in two halves read it across them, which stalled on its stores (the same numbers).
+  static void add_shifted_load(Vec& P, const Vec& L, const Point& d) {
+    P.template head<3>() += L.template head<3>();
+    P.template tail<3>() += L.template tail<3>() + d.cross(L.template head<3>());
+  }
   static Vec shift_twist(const Vec& V, const Point& d) {
     Vec out;
     out.template head<3>() = point_velocity(V, d);
@@ -82,6 +88,11 @@ struct Geometry<S, 3> {
   static Point turn(S w, const Point& d) { return Point(-w * d.y(), w * d.x()); }  // w x d = w Omega d
 
   static Vec shift_load(const Vec& L, const Point& d) { return Vec(L.x(), L.y(), L.z() + cross(d, L.template head<2>())); }
+  static void add_shifted_load(Vec& P, const Vec& L, const Point& d) {
+    P.x() += L.x();
+    P.y() += L.y();
+    P.z() += L.z() + cross(d, L.template head<2>());
+  }
   static Vec shift_twist(const Vec& V, const Point& d) {
     const Point v = V.template head<2>() + turn(V.z(), d);
     return Vec(v.x(), v.y(), V.z());

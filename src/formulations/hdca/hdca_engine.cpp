@@ -72,7 +72,7 @@ void Engine<Kin>::accumulate_outboard(std::span<const Vec> w, std::vector<Vec>& 
     const TreeJoint& t = tree_joints[k];
     const Point& o = kin_.tree_point(static_cast<int>(k));
     out[k] = G::shift_load(accumulated_[static_cast<std::size_t>(t.child)], kin_.com(t.child) - o);
-    if (t.parent != kGround) accumulated_[static_cast<std::size_t>(t.parent)] += G::shift_load(out[k], o - kin_.com(t.parent));
+    if (t.parent != kGround) G::add_shifted_load(accumulated_[static_cast<std::size_t>(t.parent)], out[k], o - kin_.com(t.parent));
   }
 }
 
@@ -142,7 +142,7 @@ void Engine<Kin>::known_momentum(int b) {
   const Point& r = kin_.com(b);
   Vec P = Vec::Zero();
   for (const Incidence& x : incidences_[static_cast<std::size_t>(b)])
-    P += G::shift_load(x.sign * Hp_[static_cast<std::size_t>(x.k)], kin_.tree_point(x.k) - r);
+    G::add_shifted_load(P, Vec(x.sign * Hp_[static_cast<std::size_t>(x.k)]), kin_.tree_point(x.k) - r);
   P_known_[static_cast<std::size_t>(b)] = P;
   const auto& leaf = core_.leaf(b);
   const std::span<Point> l = handles_of(b);
@@ -185,7 +185,7 @@ void Engine<Kin>::body_twist(int b) {
   Vec* load = handle_load_.data() + handle_offset_[static_cast<std::size_t>(b)];  // kept for the second stage
   for (std::size_t h = 0; h < l.size(); ++h) {
     load[h] = core_.load(leaf, static_cast<int>(h), rows_);
-    P += G::shift_load(load[h], l[h]);
+    G::add_shifted_load(P, load[h], l[h]);
   }
   V_[static_cast<std::size_t>(b)] = G::apply(kin_.inverse_inertia(b), P);
 }
