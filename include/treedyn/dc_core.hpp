@@ -390,23 +390,34 @@ class HandleTree {
   /// leaf_out (an InRows leaf's lambda_i is then overwritten by other nodes: joint_load() reads
   /// the loads after the pass); for a Shared leaf, the f_i it holds. `rows` must be the pass's.
   Vec load(const Node& leaf, int i, const std::vector<JointRows<S, Dim>>& rows) const {
+    Vec f;
+    load_into(leaf, i, rows, f);
+    return f;
+  }
+  /// load() written into f, by halves for a ball joint's unit rows: a caller that reads f by
+  /// its halves (force, moment) then reads what was stored the same way (a 6-vector copied or
+  /// read in pairs across differently sized stores stalls on them).
+  void load_into(const Node& leaf, int i, const std::vector<JointRows<S, Dim>>& rows, Vec& f) const {
     assert(i >= 0 && i < leaf.size());
-    if (!leaf.in_rows) return leaf.f[static_cast<std::size_t>(i)];
+    if (!leaf.in_rows) {
+      f = leaf.f[static_cast<std::size_t>(i)];
+      return;
+    }
     const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(leaf.handles[static_cast<std::size_t>(i)])];
     const bool p = leaf.holds_p[static_cast<std::size_t>(i)] != 0;
     const S* lambda = leaf.f_r.data() + leaf.o(i);
-    Vec f = Vec::Zero();
     if (j.unit_rows) {
       if constexpr (Dim == 6)
-        if (j.rows == 3) {  // a ball joint's, in fixed size: the element loop's stores stalled the reads after it
+        if (j.rows == 3) {
           f.template head<3>() = unit_sign(p) * Eigen::Map<const Eigen::Matrix<S, 3, 1>>(lambda);
-          return f;
+          f.template tail<3>().setZero();
+          return;
         }
+      f.setZero();
       for (int k = 0; k < j.rows; ++k) f(k) = unit_sign(p) * lambda[k];
-      return f;
+      return;
     }
     f.noalias() = rows_of(j, p).topRows(j.rows).transpose() * Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>>(lambda, j.rows);
-    return f;
   }
   /// The load G_s' lambda that `joint` puts on its body on side s (the p side if `p_side`) as
   /// the last pass left it: what load() read at that body's leaf during the pass, valid after it.

@@ -114,7 +114,8 @@ void AccelerationSolver::body_acceleration(int b) {
   const std::span<Vec3> l = handles_of(b);
   Vec6 F = F_e_[static_cast<std::size_t>(b)];
   for (std::size_t h = 0; h < l.size(); ++h) {
-    const Vec6 f = core_.load(leaf, static_cast<int>(h), rows_);
+    Vec6 f;
+    core_.load_into(leaf, static_cast<int>(h), rows_, f);
     F.head<3>() += f.head<3>();
     F.tail<3>() += f.tail<3>() + l[h].cross(f.head<3>());
   }

@@ -47,6 +47,15 @@ struct Geometry<S, 6> {
     P.template head<3>() += L.template head<3>();
     P.template tail<3>() += L.template tail<3>() + d.cross(L.template head<3>());
   }
+  /// R -= shift_rate(ldot, L) and V_rel -= shift_twist(V, d), in place and by halves (as
+  /// add_shifted_load; the same numbers: shift_rate's zero half leaves R's as it is).
+  static void sub_shift_rate(Vec& R, const Point& ldot, const Vec& L) {
+    R.template tail<3>() -= ldot.cross(L.template head<3>());
+  }
+  static void sub_shifted_twist(Vec& V_rel, const Vec& V, const Point& d) {
+    V_rel.template head<3>() -= point_velocity(V, d);
+    V_rel.template tail<3>() -= V.template tail<3>();
+  }
   static Vec shift_twist(const Vec& V, const Point& d) {
     Vec out;
     out.template head<3>() = point_velocity(V, d);
@@ -98,6 +107,11 @@ struct Geometry<S, 3> {
     return Vec(v.x(), v.y(), V.z());
   }
   static Vec shift_rate(const Point& ldot, const Vec& L) { return Vec(S(0), S(0), cross(ldot, L.template head<2>())); }
+  static void sub_shift_rate(Vec& R, const Point& ldot, const Vec& L) { R.z() -= cross(ldot, L.template head<2>()); }
+  static void sub_shifted_twist(Vec& V_rel, const Vec& V, const Point& d) {
+    V_rel.template head<2>() -= point_velocity(V, d);
+    V_rel.z() -= V.z();
+  }
   static Vec apply(const InverseInertia& Mi, const Vec& P) {
     return Vec(Mi.inverse_mass * P.x(), Mi.inverse_mass * P.y(), Mi.J_inverse * P.z());
   }

@@ -184,7 +184,7 @@ void Engine<Kin>::body_twist(int b) {
   Vec P = P_known_[static_cast<std::size_t>(b)];
   Vec* load = handle_load_.data() + handle_offset_[static_cast<std::size_t>(b)];  // kept for the second stage
   for (std::size_t h = 0; h < l.size(); ++h) {
-    load[h] = core_.load(leaf, static_cast<int>(h), rows_);
+    core_.load_into(leaf, static_cast<int>(h), rows_, load[h]);
     G::add_shifted_load(P, load[h], l[h]);
   }
   V_[static_cast<std::size_t>(b)] = G::apply(kin_.inverse_inertia(b), P);
@@ -196,7 +196,7 @@ void Engine<Kin>::joint_velocity(int k, Eigen::Ref<Eigen::VectorXd> v) const {
   const TreeJoint& t = kin_.joints().tree()[static_cast<std::size_t>(k)];
   const Point& o = kin_.tree_point(k);
   Vec V_rel = G::shift_twist(V_[static_cast<std::size_t>(t.child)], o - kin_.com(t.child));
-  if (t.parent != kGround) V_rel -= G::shift_twist(V_[static_cast<std::size_t>(t.parent)], o - kin_.com(t.parent));
+  if (t.parent != kGround) G::sub_shifted_twist(V_rel, V_[static_cast<std::size_t>(t.parent)], o - kin_.com(t.parent));
   subspace_project(kin_.H(k), t.nv, V_rel, v.segment(t.v_offset, t.nv));
 }
 
@@ -219,7 +219,7 @@ void Engine<Kin>::momentum_residual(int b) {
     const int c = kin_.joints().tree()[static_cast<std::size_t>(x.k)].child;
     const Point& o = kin_.tree_point(x.k);  // moves with the joint's child
     const Point o_dot = G::point_velocity(V_[static_cast<std::size_t>(c)], o - kin_.com(c));
-    R -= G::shift_rate(o_dot - G::point_velocity(V, Point::Zero()), tree_load(x, b));
+    G::sub_shift_rate(R, o_dot - G::point_velocity(V, Point::Zero()), tree_load(x, b));
   }
   for (const LoopEnd& e : loop_ends_[static_cast<std::size_t>(b)])
     R -= e.child ? rate_load_c_[static_cast<std::size_t>(e.slot)] : rate_load_p_[static_cast<std::size_t>(e.slot)];
