@@ -404,34 +404,17 @@ class HandleTree {
       return;
     }
     const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(leaf.handles[static_cast<std::size_t>(i)])];
-    const bool p = leaf.holds_p[static_cast<std::size_t>(i)] != 0;
-    const S* lambda = leaf.f_r.data() + leaf.o(i);
-    if (j.unit_rows) {
-      if constexpr (Dim == 6)
-        if (j.rows == 3) {
-          f.template head<3>() = unit_sign(p) * Eigen::Map<const Eigen::Matrix<S, 3, 1>>(lambda);
-          f.template tail<3>().setZero();
-          return;
-        }
-      f.setZero();
-      for (int k = 0; k < j.rows; ++k) f(k) = unit_sign(p) * lambda[k];
-      return;
-    }
-    f.noalias() = rows_of(j, p).topRows(j.rows).transpose() * Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>>(lambda, j.rows);
+    rows_load(j, leaf.holds_p[static_cast<std::size_t>(i)] != 0, leaf.f_r.data() + leaf.o(i), f);
   }
   /// The load G_s' lambda that `joint` puts on its body on side s (the p side if `p_side`) as
   /// the last pass left it: what load() read at that body's leaf during the pass, valid after it.
   /// Zero for a joint without rows. `rows` must be the pass's.
   Vec joint_load(int joint, bool p_side, const std::vector<JointRows<S, Dim>>& rows) const {
     const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(joint)];
-    const Vec lambda = multiplier(joint);
     Vec f = Vec::Zero();
     if (j.rows == 0) return f;
-    if (j.unit_rows) {
-      for (int k = 0; k < j.rows; ++k) f(k) = unit_sign(p_side) * lambda(k);
-      return f;
-    }
-    f.noalias() = rows_of(j, p_side).topRows(j.rows).transpose() * Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>>(lambda.data(), j.rows);
+    const Vec lambda = multiplier(joint);
+    rows_load(j, p_side, lambda.data(), f);
     return f;
   }
   /// For unit rows (JointRows::unit_rows): G on the p side is -[I 0], on the c side [I 0].
@@ -542,6 +525,22 @@ class HandleTree {
     Rows<R, 1> out(m);  // element by element: GCC 12 warns, wrongly, of packet reads past a float 3-vector
     for (int i = 0; i < m; ++i) out(i) = unit_sign(pa) * v(i);
     return out;
+  }
+  /// f = G' lambda for a joint's rows on one side, lambda its first j.rows entries (load_into,
+  /// joint_load); a ball joint's unit rows by halves (load_into's note).
+  static void rows_load(const JointRows<S, Dim>& j, bool p_side, const S* lambda, Vec& f) {
+    if (j.unit_rows) {
+      if constexpr (Dim == 6)
+        if (j.rows == 3) {
+          f.template head<3>() = unit_sign(p_side) * Eigen::Map<const Eigen::Matrix<S, 3, 1>>(lambda);
+          f.template tail<3>().setZero();
+          return;
+        }
+      f.setZero();
+      for (int k = 0; k < j.rows; ++k) f(k) = unit_sign(p_side) * lambda[k];
+      return;
+    }
+    f.noalias() = rows_of(j, p_side).topRows(j.rows).transpose() * Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>>(lambda, j.rows);
   }
   /// G_a' lambda (Dim) at handle a of a node; unit rows fill a block.
   template <class Derived>

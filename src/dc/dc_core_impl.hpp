@@ -115,44 +115,42 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
   // eliminations of the nodes that have one (not the leaves, half the nodes; nor the several-joint
   // nodes, whose W is their own), with their Z^+, beta_hat, lambda and W (m x m, m, m, m x r).
   const std::vector<int> buffer = place_in_stack();
+  // Each node's place in the scalar arena, in the passes' order, each block group from Eigen's
+  // alignment: its own K, b, f (not in a stack buffer) and its single elimination's.
+  std::vector<std::size_t> rows_at(nodes_.size(), 0), single_at(nodes_.size(), 0);
   std::size_t singles = 0, scalar_size = 0;
-  for (int id : order) {  // as they are taken below: the padding depends on the order
+  for (int id : order) {
     const Node& n = node(id);
     if (!n.in_rows) continue;
-    if (buffer[static_cast<std::size_t>(id)] < 0) scalar_size = aligned(scalar_size) + static_cast<std::size_t>(n.rows() * (n.rows() + 2));
-    if (uses_single(n)) ++singles, scalar_size = aligned(scalar_size) + static_cast<std::size_t>(n.m * (n.m + 2 + n.rows()));
+    const auto r = static_cast<std::size_t>(n.rows()), m = static_cast<std::size_t>(n.m);
+    if (buffer[static_cast<std::size_t>(id)] < 0) {
+      rows_at[static_cast<std::size_t>(id)] = scalar_size = aligned(scalar_size);
+      scalar_size += r * (r + 2);
+    }
+    if (!uses_single(n)) continue;
+    ++singles;
+    single_at[static_cast<std::size_t>(id)] = scalar_size = aligned(scalar_size);
+    scalar_size += m * (m + 2 + r);
   }
   singles_.resize(singles);
   scalar_arena_.assign(scalar_size, S(0));
-  std::size_t s_at = 0, x_at = 0;
-  auto take = [&](std::size_t count) {
-    const std::span<S> out(scalar_arena_.data() + x_at, count);
-    x_at += count;
-    return out;
-  };
+  std::size_t s_at = 0;
   for (int id : order) {
     Node& n = node(id);
     if (!n.in_rows) continue;
-    const auto r = static_cast<std::size_t>(n.rows());
-    if (const int k = buffer[static_cast<std::size_t>(id)]; k >= 0) {
-      S* at = stack_arena_.data() + stack_offset_[static_cast<std::size_t>(k)];
-      n.K_r = std::span<S>(at, r * r);
-      n.b_r = std::span<S>(at + r * r, r);
-      n.f_r = std::span<S>(at + r * r + r, r);
-    } else {
-      x_at = aligned(x_at);
-      n.K_r = take(r * r);
-      n.b_r = take(r);
-      n.f_r = take(r);
-    }
+    const auto r = static_cast<std::size_t>(n.rows()), m = static_cast<std::size_t>(n.m);
+    const int k = buffer[static_cast<std::size_t>(id)];
+    S* x = k >= 0 ? stack_arena_.data() + stack_offset_[static_cast<std::size_t>(k)] : scalar_arena_.data() + rows_at[static_cast<std::size_t>(id)];
+    n.K_r = std::span<S>(x, r * r);
+    n.b_r = std::span<S>(x + r * r, r);
+    n.f_r = std::span<S>(x + r * r + r, r);
     if (!uses_single(n)) continue;
     n.single = &singles_[s_at++];
-    const auto m = static_cast<std::size_t>(n.m);
-    x_at = aligned(x_at);
-    n.single->Z_inverse = take(m * m);
-    n.single->beta_hat = take(m);
-    n.single->lambda = take(m);
-    n.single->W = take(m * r);
+    S* e = scalar_arena_.data() + single_at[static_cast<std::size_t>(id)];
+    n.single->Z_inverse = std::span<S>(e, m * m);
+    n.single->beta_hat = std::span<S>(e + m * m, m);
+    n.single->lambda = std::span<S>(e + m * m + m, m);
+    n.single->W = std::span<S>(e + m * m + 2 * m, m * r);
   }
   // Base connection: the root's handles all meet the ground.
   const Node& root = node(tree.root());
