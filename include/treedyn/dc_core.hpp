@@ -410,6 +410,7 @@ class HandleTree {
   /// the last pass left it: what load() read at that body's leaf during the pass, valid after it.
   /// Zero for a joint without rows. `rows` must be the pass's.
   Vec joint_load(int joint, bool p_side, const std::vector<JointRows<S, Dim>>& rows) const {
+    assert(joint >= 0 && static_cast<std::size_t>(joint) < sides_.size() && rows.size() == sides_.size());
     const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(joint)];
     Vec f = Vec::Zero();
     if (j.rows == 0) return f;
