@@ -217,27 +217,47 @@ struct JointSides {
   int rows = 0;
 };
 
-/// The m-dimensional intermediates of one elimination (paper 004's C, W^A, W^B, beta_hat), with a
-/// compile-time bound on m (stack storage for the common single-joint case) or Eigen::Dynamic.
-template <class S, int Dim, int MaxM>
-struct Elimination {
-  using MatZ = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, 0, MaxM, MaxM>;
-  using VecM = Eigen::Matrix<S, Eigen::Dynamic, 1, 0, MaxM, 1>;
-  using YBlock = Eigen::Matrix<S, Dim, Eigen::Dynamic, 0, Dim, MaxM>;  // Y_i: Dim x m
-  using WBlock = Eigen::Matrix<S, Eigen::Dynamic, Dim, 0, MaxM, Dim>;  // W_i = Z^+ Y_i': m x Dim
-  MatZ Z;
-  VecM beta_hat, lambda;
-  std::vector<YBlock> Y;
-  std::vector<WBlock> W;
-  PsdSolver<S, MaxM> solver;
-  void resize(int m, int handles, InverseMethod method) {
+/// The base connection's elimination: the root's handles against ground (paper 001, Eqs. 43, 45),
+/// Z and lambda m-dimensional, in storage of its own.
+template <class S>
+struct BaseElimination {
+  Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic> Z;
+  Eigen::Matrix<S, Eigen::Dynamic, 1> lambda;
+  PsdSolver<S> solver;
+  void resize(int m, InverseMethod method) {
     Z.setZero(m, m);
-    beta_hat.setZero(m);
     lambda.setZero(m);
-    Y.assign(static_cast<std::size_t>(handles), YBlock::Zero(Dim, m));
-    W.assign(static_cast<std::size_t>(handles), WBlock::Zero(m, Dim));
-    solver = PsdSolver<S, MaxM>(m, method);
+    solver = PsdSolver<S>(m, method);
   }
+};
+
+/// The elimination of several joints between a node's children (a loop closing there), m rows in
+/// all: paper 004's C, W^A, W^B, beta_hat in dynamic sizes. Column-major, in HandleTree's arenas,
+/// h the node's handles, each block from Eigen's alignment:
+/// - Z (m x m) and Y_i (Dim x m, its first m_i rows used: handle i's coupling to the eliminated
+///   rows) are read only within the node's assembly, so they lie with the node's K~ (in its
+///   stack buffer when it has one: other nodes then overwrite them);
+/// - beta_hat, lambda (m each) and W_i = Z^+ Y_i' (m x Dim, its first m_i columns used) are kept
+///   for bias-only passes and multiplier(), in the node's own storage.
+/// The solver keeps Z's factor; it holds its own heap storage, sized once.
+template <class S, int Dim>
+struct MultipleElimination {
+  using MapZ = Eigen::Map<Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>>;
+  using MapY = Eigen::Map<Eigen::Matrix<S, Dim, Eigen::Dynamic>>;
+  using MapW = Eigen::Map<Eigen::Matrix<S, Eigen::Dynamic, Dim>>;
+  using MapV = Eigen::Map<Eigen::Matrix<S, Eigen::Dynamic, 1>>;
+  int m = 0;
+  std::size_t y_stride = 0, w_stride = 0;  // scalars from one handle's Y_i (W_i) to the next's
+  S* Z_at = nullptr;  // Z, then the Y_i from the next aligned scalar (y_offset)
+  std::size_t y_offset = 0;
+  S* kept_at = nullptr;  // beta_hat, lambda, then the W_i from the next aligned scalar (w_offset)
+  std::size_t w_offset = 0;
+  PsdSolver<S> solver;
+  MapZ Z() const { return {Z_at, m, m}; }
+  MapY Y(int i) const { return {Z_at + y_offset + static_cast<std::size_t>(i) * y_stride, Dim, m}; }
+  MapV beta_hat() const { return {kept_at, m}; }
+  MapV lambda() const { return {kept_at + m, m}; }
+  MapW W(int i) const { return {kept_at + w_offset + static_cast<std::size_t>(i) * w_stride, m, Dim}; }
 };
 
 /// The elimination of a single joint of m <= Dim rows (Y_i lives only inside the kernel; the
@@ -282,7 +302,7 @@ class HandleTree {
   using Mat = typename T::Mat;
   using RowsMat = typename T::RowsMat;
   using Single = SingleElimination<S, Dim>;
-  using Multiple = Elimination<S, Dim, Eigen::Dynamic>;
+  using Multiple = MultipleElimination<S, Dim>;
   /// A block in handles' rows (m_i x m_j, m_i <= Dim) of fixed or dynamic size, on the stack.
   template <int R, int C>
   using Rows = Eigen::Matrix<S, R, C, R == 1 && C != 1 ? Eigen::RowMajor : Eigen::ColMajor,
@@ -313,8 +333,9 @@ class HandleTree {
     // Lifetime: below a subtree's root (AssemblyTree::subtrees) these live in buffers that other
     // nodes of the subtree reuse (HandleTree::place_in_stack), so they hold a node's values only
     // within a pass: K~ and b~ from the node's assembly (a leaf's fill) to its parent's, f~ from
-    // its parent's disassembly to its own (a leaf's leaf_out). After a pass, read the joints'
-    // loads with multiplier() or joint_load().
+    // its parent's disassembly to its own (a leaf's leaf_out); a several-joint elimination's Z and
+    // Y lie with them, and hold its values only within its assembly. After a pass, read the
+    // joints' loads with multiplier() or joint_load().
     std::span<S> K_r, b_r, f_r;
     std::span<int> offset;     // h + 1 entries, every node
     int o(int i) const { return offset[static_cast<std::size_t>(i)]; }
@@ -338,8 +359,8 @@ class HandleTree {
     int m = 0;                 // equations eliminated here
     bool in_rows = false;      // K, b, f in the handles' rows (above): every inner node, InRows leaves
     bool uniform = false;      // one joint eliminated, and every handle has as many rows as it
-    Single* single = nullptr;  // when exactly one joint is eliminated (uses_single), in singles_: leaves have none
-    std::unique_ptr<Multiple> multiple;  // used when several are (held apart: most nodes eliminate one joint)
+    Single* single = nullptr;      // when exactly one joint is eliminated (uses_single), in singles_: leaves have none
+    Multiple* multiple = nullptr;  // when several are (or a joint to ground, or many handles), in multiples_
     int size() const { return static_cast<int>(handles.size()); }
     /// A Shared leaf's K_ij, the same for every pair of its handles; nothing to set without handles.
     void set_shared_k(const Mat& K_all) {
@@ -501,6 +522,7 @@ class HandleTree {
   void take_records(const std::vector<int>& order);
   std::vector<int> place_in_stack();
   void setup_node(int id);
+  std::size_t rows_block_size(const Node& n) const;
   void assemble_node(int id, const std::vector<JointRows<S, Dim>>& rows);
   template <int M, int MK, int H>
   void eliminate_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
@@ -594,6 +616,7 @@ class HandleTree {
   std::vector<Node> nodes_;
   std::vector<Mat> K_arena_;
   std::vector<Single> singles_;  // the single-joint eliminations, in the passes' visiting order
+  std::vector<Multiple> multiples_;  // the several-joint eliminations, in the same order
   std::vector<Vec> b_arena_, f_arena_;
   /// Every node's blocks start at Eigen's largest alignment, in both arenas: Eigen's vectorised
   /// kernels split their work by the alignment of what they read, so a node's numbers would
@@ -602,7 +625,7 @@ class HandleTree {
   static constexpr std::size_t kAlign = std::max<std::size_t>(1, EIGEN_MAX_ALIGN_BYTES / sizeof(S));
   static std::size_t aligned(std::size_t at) { return (at + kAlign - 1) / kAlign * kAlign; }
   using Arena = std::vector<S, Eigen::aligned_allocator<S>>;
-  Arena scalar_arena_;  // the singles' Z^+, beta_hat, lambda, W; K_r, b_r, f_r of nodes not in the stack
+  Arena scalar_arena_;  // the eliminations' kept blocks; K_r, b_r, f_r (and a multiple's Z, Y) of nodes not in the stack
   Arena stack_arena_;   // the stack buffers of place_in_stack, each subtree's from a cache line
   std::vector<std::size_t> stack_offset_;  // where each buffer starts in stack_arena_
   std::vector<int> offset_arena_;
@@ -613,7 +636,7 @@ class HandleTree {
   struct Base {  // the root's handles eliminated against ground
     std::vector<Eliminated> eliminated;
     int m = 0;
-    Multiple multiple;
+    BaseElimination<S> multiple;
   } base_;
   struct Where {  // where a joint is eliminated: node (-1: the base connection), offset in its lambda
     int node = -1, offset = 0;

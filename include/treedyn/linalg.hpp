@@ -9,7 +9,7 @@
 #include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cmath>
-#include <optional>
+#include <memory>
 
 #include "treedyn/small_inverse.hpp"
 
@@ -31,9 +31,10 @@ enum class InverseMethod { Cholesky, AdjugateLdup };
 /// The inverse of a small square matrix by the adjugate (2 x 2) or LDUP (paper 004, Sect. 3);
 /// false if it is singular: a pivot (or, for 2 x 2, the determinant) below relative_pivot times
 /// the largest entry (squared).
-template <class S, int Rows, int Cols, int Options, int MaxRows, int MaxCols>
-bool paper_inverse(const Eigen::Matrix<S, Rows, Cols, Options, MaxRows, MaxCols>& A,
-                   Eigen::Matrix<S, Rows, Cols, Options, MaxRows, MaxCols>& inverse, S relative_pivot) {
+template <class DerivedA, class DerivedInverse>
+bool paper_inverse(const Eigen::MatrixBase<DerivedA>& A, Eigen::MatrixBase<DerivedInverse>& inverse,
+                   typename DerivedA::Scalar relative_pivot) {
+  using S = typename DerivedA::Scalar;
   const int n = static_cast<int>(A.rows());
   if (n > kMaxLdupSize) return false;
   S a[kMaxLdupSize * kMaxLdupSize], x[kMaxLdupSize * kMaxLdupSize];
@@ -65,8 +66,10 @@ class SymmetricEigen {
       : V_(size, size), lambda_(size), subdiag_(std::max<Eigen::Index>(size - 1, 0)),
         hcoeffs_(std::max<Eigen::Index>(size - 1, 0)), workspace_(size) {}
 
-  /// False when the QR iterations did not converge (Eigen's NoConvergence).
-  bool compute(const Matrix& A) {
+  /// False when the QR iterations did not converge (Eigen's NoConvergence). A: a Matrix, or a
+  /// map of one (no copy).
+  template <class Derived>
+  bool compute(const Eigen::MatrixBase<Derived>& A) {
     const Eigen::Index n = A.rows();
     V_.resize(n, n);  // no-ops at the constructor's size
     lambda_.resize(n);
@@ -114,9 +117,9 @@ class PsdSolver {
   /// resized) reads that value: undefined behaviour that UBSan reports.
   explicit PsdSolver(Eigen::Index size = 0, InverseMethod method = InverseMethod::Cholesky)
       : llt_(Matrix::Identity(size, size)),
-        eigen_(size),
         method_(method),
-        scratch_(size) {
+        scratch_(size),
+        eigen_(size) {
     if (method == InverseMethod::AdjugateLdup) inverse_.setZero(size, size);
   }
 
@@ -130,7 +133,9 @@ class PsdSolver {
   /// thirtieth of the Jacobi SVD it replaced: 1.3 -> 0.13 ms at 45 rows, 2.7 s -> 0.1 s at 500),
   /// whose eigenvalues below `relative_pivot` times the largest in magnitude count as zero. Should
   /// its QR iterations not converge, a Jacobi SVD (allocated then) takes over.
-  void compute(const Matrix& A, S relative_pivot = S(1e-10)) {
+  /// A: a Matrix, or a map of one (a workspace in an arena: no copy but the factor's).
+  template <class Derived>
+  void compute(const Eigen::MatrixBase<Derived>& A, S relative_pivot = S(1e-10)) {
     use_inverse_ = false;
     if (A.rows() == 0) {
       use_llt_ = true;
@@ -147,7 +152,7 @@ class PsdSolver {
     if (use_llt_) return;
     use_svd_ = !eigen_.compute(A);
     if (use_svd_) {
-      svd_.emplace(A, Eigen::ComputeFullU | Eigen::ComputeFullV);
+      svd_ = std::make_unique<Eigen::JacobiSVD<Matrix>>(Matrix(A), Eigen::ComputeFullU | Eigen::ComputeFullV);
       cutoff_ = relative_pivot * svd_->singularValues()(0);
     } else {
       cutoff_ = relative_pivot * eigen_.eigenvalues().cwiseAbs().maxCoeff();
@@ -230,7 +235,8 @@ class PsdSolver {
   /// trace <= |y|^2. A bound below half the limit (room for rounding in both) gives the verdict the
   /// exact trace would. On the reference formulation's J M^-1 J' of chain128 (384 rows) the bound
   /// is 84 times the trace, far below the limit; the exact trace was half of that formulation's time.
-  bool scaled_inverse_trace_below(const Matrix& A, S relative_pivot) const {
+  template <class Derived>
+  bool scaled_inverse_trace_below(const Eigen::MatrixBase<Derived>& A, S relative_pivot) const {
     const auto& L = llt_.matrixLLT();
     const Eigen::Index n = L.rows();
     if (scratch_.size() != n) scratch_.resize(n);  // as in scaled_inverse_trace
@@ -247,7 +253,8 @@ class PsdSolver {
   /// sum_j A_jj (A^-1)_jj, (A^-1)_jj = |L^-1 e_j|^2 from the Cholesky factor (n^3 / 6 operations,
   /// no heap): the trace of the inverse of A scaled to a unit diagonal, within a factor n of its
   /// condition number, which the pivots alone do not bound (cholesky_inverse).
-  S scaled_inverse_trace(const Matrix& A) const {
+  template <class Derived>
+  S scaled_inverse_trace(const Eigen::MatrixBase<Derived>& A) const {
     const auto& L = llt_.matrixLLT();
     const Eigen::Index n = L.rows();
     if (scratch_.size() != n) scratch_.resize(n);  // sized by the constructor for the solvers that ask for no heap
@@ -262,14 +269,17 @@ class PsdSolver {
     return trace;
   }
 
+  // What every solve reads first, then the singular path's storage: a tree keeps one solver per
+  // closed loop, and its passes then touch the fewest cache lines of each.
   Eigen::LLT<Matrix> llt_;
-  SymmetricEigen<S, MaxSize> eigen_;
-  std::optional<Eigen::JacobiSVD<Matrix>> svd_;  // only if the eigendecomposition failed
   InverseMethod method_;
   Matrix inverse_;          // AdjugateLdup: the explicit inverse
   mutable Vector scratch_;  // one column of a product
   S cutoff_ = S(0);
   bool use_llt_ = true, use_inverse_ = false, use_svd_ = false;
+  SymmetricEigen<S, MaxSize> eigen_;
+  std::unique_ptr<Eigen::JacobiSVD<Matrix>> svd_;  // only if the eigendecomposition failed (held
+                                                   // apart: 0.55 KB in place, with MaxSize Dynamic)
 };
 
 /// Inverse of a small symmetric positive definite matrix by Cholesky, written out so that a

@@ -110,31 +110,38 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     v_at += h;
   }
   for (int id : order) setup_node(id);  // children before parents
-  // The K, b, f in rows (r x r, r, r) of the nodes held so: a subtree's root and the nodes above
-  // in their own storage, every other in a stack buffer (place_in_stack); and the single-joint
-  // eliminations of the nodes that have one (not the leaves, half the nodes; nor the several-joint
-  // nodes, whose W is their own), with their Z^+, beta_hat, lambda and W (m x m, m, m, m x r).
+  // The K, b, f in rows (r x r, r, r) of the nodes held so, with a several-joint elimination's Z
+  // and Y (rows_block_size): a subtree's root and the nodes above in their own storage, every
+  // other in a stack buffer (place_in_stack). And what the eliminations keep between passes (not
+  // the leaves', half the nodes): a single joint's Z^+, beta_hat, lambda and W (m x m, m, m, m x r),
+  // several joints' beta_hat, lambda and W_i (m, m, h blocks m x Dim).
   const std::vector<int> buffer = place_in_stack();
   // Each node's place in the scalar arena, in the passes' order, each block group from Eigen's
-  // alignment: its own K, b, f (not in a stack buffer) and its single elimination's.
-  std::vector<std::size_t> rows_at(nodes_.size(), 0), single_at(nodes_.size(), 0);
-  std::size_t singles = 0, scalar_size = 0;
+  // alignment: its own K, b, f (not in a stack buffer) and its elimination's kept blocks.
+  std::vector<std::size_t> rows_at(nodes_.size(), 0), kept_at(nodes_.size(), 0);
+  std::size_t singles = 0, multiples = 0, scalar_size = 0;
   for (int id : order) {
     const Node& n = node(id);
     if (!n.in_rows) continue;
     const auto r = static_cast<std::size_t>(n.rows()), m = static_cast<std::size_t>(n.m);
     if (buffer[static_cast<std::size_t>(id)] < 0) {
       rows_at[static_cast<std::size_t>(id)] = scalar_size = aligned(scalar_size);
-      scalar_size += r * (r + 2);
+      scalar_size += rows_block_size(n);
     }
-    if (!uses_single(n)) continue;
-    ++singles;
-    single_at[static_cast<std::size_t>(id)] = scalar_size = aligned(scalar_size);
-    scalar_size += m * (m + 2 + r);
+    if (uses_single(n)) {
+      ++singles;
+      kept_at[static_cast<std::size_t>(id)] = scalar_size = aligned(scalar_size);
+      scalar_size += m * (m + 2 + r);
+    } else if (m > 0) {
+      ++multiples;
+      kept_at[static_cast<std::size_t>(id)] = scalar_size = aligned(scalar_size);
+      scalar_size += aligned(2 * m) + static_cast<std::size_t>(n.size()) * aligned(m * Dim);
+    }
   }
   singles_.resize(singles);
+  multiples_.resize(multiples);
   scalar_arena_.assign(scalar_size, S(0));
-  std::size_t s_at = 0;
+  std::size_t s_at = 0, mu_at = 0;
   for (int id : order) {
     Node& n = node(id);
     if (!n.in_rows) continue;
@@ -144,13 +151,25 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     n.K_r = std::span<S>(x, r * r);
     n.b_r = std::span<S>(x + r * r, r);
     n.f_r = std::span<S>(x + r * r + r, r);
-    if (!uses_single(n)) continue;
-    n.single = &singles_[s_at++];
-    S* e = scalar_arena_.data() + single_at[static_cast<std::size_t>(id)];
-    n.single->Z_inverse = std::span<S>(e, m * m);
-    n.single->beta_hat = std::span<S>(e + m * m, m);
-    n.single->lambda = std::span<S>(e + m * m + m, m);
-    n.single->W = std::span<S>(e + m * m + 2 * m, m * r);
+    S* e = scalar_arena_.data() + kept_at[static_cast<std::size_t>(id)];
+    if (uses_single(n)) {
+      n.single = &singles_[s_at++];
+      n.single->Z_inverse = std::span<S>(e, m * m);
+      n.single->beta_hat = std::span<S>(e + m * m, m);
+      n.single->lambda = std::span<S>(e + m * m + m, m);
+      n.single->W = std::span<S>(e + m * m + 2 * m, m * r);
+    } else if (m > 0) {
+      Multiple& x_e = multiples_[mu_at++];
+      n.multiple = &x_e;
+      x_e.m = n.m;
+      x_e.Z_at = x + aligned(r * (r + 2));
+      x_e.y_offset = aligned(m * m);
+      x_e.y_stride = aligned(Dim * m);
+      x_e.kept_at = e;
+      x_e.w_offset = aligned(2 * m);
+      x_e.w_stride = aligned(m * Dim);
+      x_e.solver = PsdSolver<S>(n.m, method_);
+    }
   }
   // Base connection: the root's handles all meet the ground.
   const Node& root = node(tree.root());
@@ -160,7 +179,7 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     base_.eliminated.push_back({j, base_.m, rows, i, -1, root.holds_p[static_cast<std::size_t>(i)] != 0});
     base_.m += rows;
   }
-  base_.multiple.resize(base_.m, 0, method_);
+  base_.multiple.resize(base_.m, method_);
   where_.resize(sides_.size());
   for (const Eliminated& x : base_.eliminated) where_[static_cast<std::size_t>(x.joint)] = {-1, x.offset};
   for (int id = 0; id < static_cast<int>(nodes_.size()); ++id)
@@ -243,8 +262,7 @@ std::vector<int> HandleTree<S, Dim>::place_in_stack() {
       const Node& n = node(id);
       if (id == s.back() || !n.in_rows) continue;
       buffer[static_cast<std::size_t>(id)] = k;
-      const auto r = static_cast<std::size_t>(n.rows());
-      capacity[static_cast<std::size_t>(k)] = std::max(capacity[static_cast<std::size_t>(k)], r * (r + 2));
+      capacity[static_cast<std::size_t>(k)] = std::max(capacity[static_cast<std::size_t>(k)], rows_block_size(n));
     }
   }
   constexpr std::size_t line = std::max<std::size_t>(1, 64 / sizeof(S));  // scalars in a cache line
@@ -264,7 +282,6 @@ void HandleTree<S, Dim>::setup_node(int id) {
   const AssemblyNode& a = tree_->node(id);
   Node& n = node(id);
   auto loaded = [&](int j) { return sides_[static_cast<std::size_t>(j)].rows > 0; };
-  const int h = n.size();
   for (std::size_t i = 0; i < n.handles.size(); ++i)
     n.holds_p[i] = std::binary_search(a.bodies.begin(), a.bodies.end(), sides_[static_cast<std::size_t>(n.handles[i])].body_p);
   if (a.is_leaf()) return;
@@ -286,10 +303,18 @@ void HandleTree<S, Dim>::setup_node(int id) {
   }
   n.uniform = n.eliminated.size() == 1 &&
               std::all_of(n.handles.begin(), n.handles.end(), [&](int j) { return sides_[static_cast<std::size_t>(j)].rows == n.m; });
-  if (!uses_single(n) && n.m > 0) {  // several joints, or too many handles for the single kernel
-    n.multiple = std::make_unique<Multiple>();
-    n.multiple->resize(n.m, h, method_);
-  }
+}
+
+// K~, b~, f~ (r (r + 2) scalars) and, for a several-joint elimination (several joints, a joint to
+// ground, or too many handles for the single kernel), its Z (m x m) and Y_i (h blocks Dim x m),
+// each from Eigen's alignment: what a node's assembly writes and its parent's (or its own
+// disassembly) reads, in its stack buffer or its own storage.
+template <class S, int Dim>
+std::size_t HandleTree<S, Dim>::rows_block_size(const Node& n) const {
+  const auto r = static_cast<std::size_t>(n.rows()), m = static_cast<std::size_t>(n.m);
+  const std::size_t rows = r * (r + 2);
+  if (uses_single(n) || m == 0) return rows;
+  return aligned(rows) + aligned(m * m) + static_cast<std::size_t>(n.size()) * aligned(Dim * m);
 }
 
 // A child's K_ab and b_a in its handles' rows, G_a K_ab G_b' and G_a b_a (m_a x m_b, m_a): a node
@@ -432,45 +457,50 @@ template <class S, int Dim>
 void HandleTree<S, Dim>::eliminate_multiple(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
   Multiple& e = *n.multiple;
   auto index = [](const Eliminated& x, int s) { return s == 0 ? x.left : x.right; };  // -1: ground's side
-  e.Z.setZero();
+  auto Z = e.Z();
+  auto beta_hat = e.beta_hat();
+  Z.setZero();
   for (const Eliminated& x : n.eliminated) {
-    e.beta_hat.segment(x.offset, x.rows) = rows[static_cast<std::size_t>(x.joint)].r.head(x.rows);
+    beta_hat.segment(x.offset, x.rows) = rows[static_cast<std::size_t>(x.joint)].r.head(x.rows);
     for (int s = 0; s < 2; ++s) {
       if (index(x, s) < 0) continue;
-      e.beta_hat.segment(x.offset, x.rows) -= b_rows(*side[s], index(x, s), rows);
+      beta_hat.segment(x.offset, x.rows) -= b_rows(*side[s], index(x, s), rows);
       for (const Eliminated& x2 : n.eliminated)
-        if (index(x2, s) >= 0) e.Z.block(x.offset, x2.offset, x.rows, x2.rows) += k_rows(*side[s], index(x, s), index(x2, s), rows);
+        if (index(x2, s) >= 0) Z.block(x.offset, x2.offset, x.rows, x2.rows) += k_rows(*side[s], index(x, s), index(x2, s), rows);
     }
   }
   for (const Eliminated& x : n.eliminated)
-    e.Z.diagonal().segment(x.offset, x.rows).array() += rows[static_cast<std::size_t>(x.joint)].compliance;
+    Z.diagonal().segment(x.offset, x.rows).array() += rows[static_cast<std::size_t>(x.joint)].compliance;
   for (int i = 0; i < n.size(); ++i) {
     const auto src = n.from[static_cast<std::size_t>(i)];
     const int mi = rows_at(n, i);
-    auto Y = e.Y[static_cast<std::size_t>(i)].topRows(mi);
+    auto Y = e.Y(i).topRows(mi);
     for (const Eliminated& x : n.eliminated)
       if (index(x, src.side) < 0) Y.middleCols(x.offset, x.rows).setZero();
       else Y.middleCols(x.offset, x.rows) = k_rows(*side[src.side], src.index, index(x, src.side), rows);
-    e.W[static_cast<std::size_t>(i)].leftCols(mi) = Y.transpose();
+    e.W(i).leftCols(mi) = Y.transpose();
   }
-  e.solver.compute(e.Z);
-  e.solver.solve_in_place(e.beta_hat);
-  for (auto& W : e.W) e.solver.solve_in_place(W);
+  e.solver.compute(Z);
+  e.solver.solve_in_place(beta_hat);
+  for (int i = 0; i < n.size(); ++i) {
+    auto W = e.W(i).leftCols(rows_at(n, i));
+    e.solver.solve_in_place(W);
+  }
   for (int i = 0; i < n.size(); ++i) {
     const auto si = n.from[static_cast<std::size_t>(i)];
     const int mi = rows_at(n, i);
-    const auto Yi = e.Y[static_cast<std::size_t>(i)].topRows(mi);
+    const auto Yi = e.Y(i).topRows(mi);
     for (int j = i; j < n.size(); ++j) {
       const auto sj = n.from[static_cast<std::size_t>(j)];
       const int mj = rows_at(n, j);
       auto K = n.K_hat().block(n.o(i), n.o(j), mi, mj);
       if (si.side == sj.side) K = k_rows(*side[si.side], si.index, sj.index, rows);
       else K.setZero();
-      K.noalias() -= Yi.lazyProduct(e.W[static_cast<std::size_t>(j)].leftCols(mj));  // small: no packing
+      K.noalias() -= Yi.lazyProduct(e.W(j).leftCols(mj));  // small: no packing
       if (j != i) n.K_hat().block(n.o(j), n.o(i), mj, mi) = K.transpose();
     }
     n.b_hat().segment(n.o(i), mi) = b_rows(*side[si.side], si.index, rows);
-    n.b_hat().segment(n.o(i), mi).noalias() += Yi * e.beta_hat;
+    n.b_hat().segment(n.o(i), mi).noalias() += Yi * beta_hat;
   }
 }
 
@@ -504,7 +534,7 @@ void HandleTree<S, Dim>::connect_base(const std::vector<JointRows<S, Dim>>& rows
   for (Vec& f : root.f) f.setZero();
   std::fill(root.f_r.begin(), root.f_r.end(), S(0));
   if (base_.m == 0) return;  // free-floating
-  Multiple& e = base_.multiple;
+  BaseElimination<S>& e = base_.multiple;
   e.Z.setZero();
   for (const Eliminated& x : base_.eliminated) {
     for (const Eliminated& x2 : base_.eliminated)
@@ -528,7 +558,7 @@ void HandleTree<S, Dim>::connect_base_bias(const std::vector<JointRows<S, Dim>>&
 template <class S, int Dim>
 void HandleTree<S, Dim>::base_loads(const std::vector<JointRows<S, Dim>>& rows) {
   Node& root = node(tree_->root());
-  Multiple& e = base_.multiple;
+  BaseElimination<S>& e = base_.multiple;
   for (const Eliminated& x : base_.eliminated) {
     e.lambda.segment(x.offset, x.rows) = rows[static_cast<std::size_t>(x.joint)].r.head(x.rows);
     e.lambda.segment(x.offset, x.rows) -= b_rows(root, x.left, rows);
@@ -570,16 +600,18 @@ void HandleTree<S, Dim>::bias_single(Node& n, const Node* const side[2], const s
 template <class S, int Dim>
 void HandleTree<S, Dim>::bias_multiple(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
   Multiple& e = *n.multiple;
+  auto lambda = e.lambda();  // holds the right-hand side here
+  auto beta_hat = e.beta_hat();
   for (const Eliminated& x : n.eliminated) {
-    e.lambda.segment(x.offset, x.rows) = rows[static_cast<std::size_t>(x.joint)].r.head(x.rows);  // lambda holds the right-hand side here
+    lambda.segment(x.offset, x.rows) = rows[static_cast<std::size_t>(x.joint)].r.head(x.rows);
     for (int s = 0; s < 2; ++s)
-      if (const int k = s == 0 ? x.left : x.right; k >= 0) e.lambda.segment(x.offset, x.rows) -= b_rows(*side[s], k, rows);
+      if (const int k = s == 0 ? x.left : x.right; k >= 0) lambda.segment(x.offset, x.rows) -= b_rows(*side[s], k, rows);
   }
-  e.beta_hat = e.lambda;
-  e.solver.solve_in_place(e.beta_hat);
+  beta_hat = lambda;
+  e.solver.solve_in_place(beta_hat);
   for (int i = 0; i < n.size(); ++i) {
     const int mi = rows_at(n, i);
-    n.b_hat().segment(n.o(i), mi).noalias() += e.W[static_cast<std::size_t>(i)].leftCols(mi).transpose() * e.lambda;
+    n.b_hat().segment(n.o(i), mi).noalias() += e.W(i).leftCols(mi).transpose() * lambda;
   }
 }
 
@@ -596,15 +628,16 @@ void HandleTree<S, Dim>::disassemble_node(int id, const std::vector<JointRows<S,
   // lambda = beta_hat - sum_j W_j lambda_j (paper 004, Eq. 45); the children's eliminated handles
   // get their loads from it.
   if (n.m > 0) {
-    Multiple& e = *n.multiple;
-    e.lambda = e.beta_hat;
+    const Multiple& e = *n.multiple;
+    auto lambda = e.lambda();
+    lambda = e.beta_hat();
     for (int j = 0; j < n.size(); ++j) {
       const int mj = rows_at(n, j);
-      e.lambda.noalias() -= e.W[static_cast<std::size_t>(j)].leftCols(mj) * n.f_hat().segment(n.o(j), mj);
+      lambda.noalias() -= e.W(j).leftCols(mj) * n.f_hat().segment(n.o(j), mj);
     }
     for (const Eliminated& x : n.eliminated)
       for (int s = 0; s < 2; ++s)
-        if (const int k = s == 0 ? x.left : x.right; k >= 0) put_load(*side[s], k, e.lambda.segment(x.offset, x.rows), rows);
+        if (const int k = s == 0 ? x.left : x.right; k >= 0) put_load(*side[s], k, lambda.segment(x.offset, x.rows), rows);
   }
 }
 
@@ -629,7 +662,7 @@ typename HandleTree<S, Dim>::Vec HandleTree<S, Dim>::multiplier(int joint) const
   } else {
     const Node& n = node(w.node);
     if (uses_single(n)) out.head(rows) = Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>>(n.single->lambda.data(), rows);
-    else out.head(rows) = n.multiple->lambda.segment(w.offset, rows);
+    else out.head(rows) = n.multiple->lambda().segment(w.offset, rows);
   }
   return out;
 }

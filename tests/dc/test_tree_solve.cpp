@@ -374,8 +374,9 @@ TEST(TreeSolve, JointLoadsAfterThePassAreTheLoadsTheLeavesReadInIt) {
       std::set<const double*> K_blocks;
       for (int id = 0; id < static_cast<int>(tree.nodes().size()); ++id)
         if (!core.node(id).K_r.empty()) K_blocks.insert(core.node(id).K_r.data());
-      if (threads == 1)  // one subtree: two buffers a depth and the root's own
+      if (threads == 1) {  // one subtree: two buffers a depth and the root's own
         EXPECT_LE(K_blocks.size(), static_cast<std::size_t>(2 * (tree.height() + 1) + 1)) << what << ": the nodes' blocks are not shared";
+      }
     }
   }
 }
