@@ -117,6 +117,8 @@ class AssemblyTree {
   /// into subtrees (subtrees()).
   AssemblyTree(const Model& model, const Topology& topology, int threads = 1);
 
+  /// The nodes, numbered in post-order (children before parents, left before right; the root
+  /// last): a subtree's nodes have consecutive ids.
   const std::vector<AssemblyNode>& nodes() const { return nodes_; }
   const AssemblyNode& node(int id) const { return nodes_[static_cast<std::size_t>(id)]; }
   int root() const { return root_; }
@@ -147,6 +149,7 @@ class AssemblyTree {
   };
   int build(std::vector<int> bodies, const Context& ctx);
   void attach_joints(const Model& model);
+  void number_in_postorder();
   void cut_subtrees(int threads);
 
   std::vector<AssemblyNode> nodes_;

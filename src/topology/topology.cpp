@@ -241,9 +241,47 @@ AssemblyTree::AssemblyTree(const Model& model, const Topology& topology, int thr
     if (!listed[static_cast<std::size_t>(b)]) order.push_back(b);
   root_ = build(order, ctx);
   attach_joints(model);
+  number_in_postorder();
   levels_.assign(static_cast<std::size_t>(height() + 1), {});
   for (int id = 0; id < static_cast<int>(nodes_.size()); ++id) levels_[static_cast<std::size_t>(node(id).height)].push_back(id);
   cut_subtrees(threads);
+}
+
+// build() numbers the nodes in pre-order (a parent before its subtree). The passes visit each
+// subtree in post-order, so with that numbering every inner node's record, here and in the
+// formulations' trees (HandleTree::Node, indexed alike), lies a whole subtree back from the one
+// visited before it: on large trees, a read from memory that the prefetchers had not foreseen.
+// Numbered in post-order, a subtree's nodes are a run of consecutive ids that the assembly visits
+// forwards and the disassembly backwards.
+void AssemblyTree::number_in_postorder() {
+  std::vector<int> order;  // old ids in post-order
+  order.reserve(nodes_.size());
+  std::vector<std::pair<int, bool>> stack{{root_, false}};  // (node, its children pushed)
+  while (!stack.empty()) {
+    auto [id, expanded] = stack.back();
+    stack.pop_back();
+    const AssemblyNode& n = node(id);
+    if (n.is_leaf() || expanded) {
+      order.push_back(id);
+      continue;
+    }
+    stack.push_back({id, true});
+    stack.push_back({n.right, false});
+    stack.push_back({n.left, false});
+  }
+  std::vector<int> new_id(nodes_.size(), -1);
+  for (std::size_t k = 0; k < order.size(); ++k) new_id[static_cast<std::size_t>(order[k])] = static_cast<int>(k);
+  auto renumber = [&](int id) { return id < 0 ? id : new_id[static_cast<std::size_t>(id)]; };
+  std::vector<AssemblyNode> renumbered(nodes_.size());
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    AssemblyNode& n = renumbered[k] = std::move(nodes_[static_cast<std::size_t>(order[k])]);
+    n.left = renumber(n.left);
+    n.right = renumber(n.right);
+    n.parent = renumber(n.parent);
+  }
+  nodes_ = std::move(renumbered);
+  for (int& leaf : leaf_of_) leaf = renumber(leaf);
+  root_ = renumber(root_);
 }
 
 void AssemblyTree::cut_subtrees(int threads) {

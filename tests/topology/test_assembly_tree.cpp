@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <random>
 
@@ -138,5 +139,36 @@ TEST(AssemblyTree, ALaddersGroundPivotsStayLowAndItsNodesKeepFewHandles) {
     EXPECT_LE(tree.max_handles(), 4) << n;
     EXPECT_TRUE(tree.node(tree.root()).handles.empty()) << n;
     EXPECT_LE(tree.height(), static_cast<int>(std::ceil(std::log2(m.body_count()))) + 1) << n;
+  }
+}
+
+// The nodes are numbered in post-order, so that the passes, which visit each subtree in
+// post-order, read the nodes' records (here and in the formulations' trees) in address order:
+// walking the tree children first, left before right, meets ids 0, 1, 2, ..., the root last, and
+// every subtree the passes are given is a run of consecutive ids.
+TEST(AssemblyTree, NodesAreNumberedInPostOrderSoEverySubtreeIsARunOfIds) {
+  for (const Model& m : {make_chain(37, JointType::Spherical), make_ladder(40), read_model_file(test::model_path("double_loop8"))}) {
+    for (int threads : {1, 2, 3}) {
+      SCOPED_TRACE(m.name + ", " + std::to_string(threads) + " thread(s)");
+      const AssemblyTree tree(m, Topology(m), threads);
+      expect_valid(m, tree);
+      ASSERT_EQ(tree.root(), static_cast<int>(tree.nodes().size()) - 1);
+      EXPECT_EQ(tree.node(tree.root()).parent, -1);
+      int next = 0;
+      std::function<void(int)> walk = [&](int id) {
+        const AssemblyNode& n = tree.node(id);
+        if (!n.is_leaf()) {
+          EXPECT_EQ(tree.node(n.left).parent, id);
+          EXPECT_EQ(tree.node(n.right).parent, id);
+          walk(n.left);
+          walk(n.right);
+        }
+        EXPECT_EQ(id, next++);
+      };
+      walk(tree.root());
+      for (int b = 0; b < m.body_count(); ++b) EXPECT_EQ(tree.node(tree.leaf_of(b)).body, b);
+      for (const auto& subtree : tree.subtrees())
+        for (std::size_t k = 1; k < subtree.size(); ++k) EXPECT_EQ(subtree[k], subtree[0] + static_cast<int>(k));
+    }
   }
 }
