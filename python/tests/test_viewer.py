@@ -203,3 +203,18 @@ def test_a_big_run_is_thinned_to_its_size_budget_and_still_exact_at_the_frames_i
     np.testing.assert_allclose(chromium.evaluate("treedyn.bodyPositions()"), rows[k, 1:].reshape(256, 13)[:, :3],
                                atol=1e-6 * max(1.0, scale))
     assert chromium.errors == [], chromium.errors
+
+
+def test_a_runs_warnings_are_noted_once_each_with_its_name_once(four_bar_run):
+    """ali3 on the four-bar (a planar loop of revolute joints in space: 3 redundant equations)
+    warns that its initial multipliers are minimum-norm; the page's notes carry the warning, the
+    run's name once, not "ali3: warning: ali3: ..."."""
+    from treedyn.viewer import viewer_data
+    import json
+    with open(four_bar_run / "summary.json") as f:
+        warnings = json.load(f)["warnings"]
+    assert any(w.startswith("ali3: ") for w in warnings), warnings
+    notes = viewer_data(str(four_bar_run))["notes"]
+    for w in warnings:
+        assert f"ali3: warning: {w.removeprefix('ali3: ')}" in notes, notes
+    assert not any("ali3: warning: ali3:" in n for n in notes), notes

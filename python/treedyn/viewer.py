@@ -181,7 +181,8 @@ def viewer_data(results: str, model=None, max_mb: float = 30.0, fixed_bytes: int
         if len(keep) < len(r.t):
             notes.append(f"{name}: {len(keep)} of {len(r.t)} samples kept (the page stays under {max_mb:g} MB)")
         summary = r.summary
-        notes += [f"{name}: warning: {w}" for w in summary.get("warnings", [])]
+        # A formulation's warnings name it already ("ali3: ..."): the note says it once.
+        notes += [f"{name}: warning: {w.removeprefix(f'{name}: ')}" for w in summary.get("warnings", [])]
         out_runs.append({
             "name": name,
             "status": summary.get("status", "ok"),
