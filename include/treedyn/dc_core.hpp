@@ -246,18 +246,24 @@ struct MultipleElimination {
   using MapY = Eigen::Map<Eigen::Matrix<S, Dim, Eigen::Dynamic>>;
   using MapW = Eigen::Map<Eigen::Matrix<S, Eigen::Dynamic, Dim>>;
   using MapV = Eigen::Map<Eigen::Matrix<S, Eigen::Dynamic, 1>>;
-  int m = 0;
-  std::size_t y_stride = 0, w_stride = 0;  // scalars from one handle's Y_i (W_i) to the next's
-  S* Z_at = nullptr;  // Z, then the Y_i from the next aligned scalar (y_offset)
-  std::size_t y_offset = 0;
-  S* kept_at = nullptr;  // beta_hat, lambda, then the W_i from the next aligned scalar (w_offset)
-  std::size_t w_offset = 0;
+  /// Where the blocks lie, in scalars (HandleTree::multiple_layout sets it from m): Z at Z_at,
+  /// the Y_i from y_offset; beta_hat and lambda at kept_at, the W_i from w_offset; a handle's Y_i
+  /// and W_i (Dim m scalars each) `stride` apart.
+  struct Layout {
+    int m = 0;
+    std::size_t y_offset = 0, w_offset = 0, stride = 0;
+    std::size_t scratch_size(int h) const { return y_offset + static_cast<std::size_t>(h) * stride; }  // Z, the Y_i
+    std::size_t kept_size(int h) const { return w_offset + static_cast<std::size_t>(h) * stride; }     // beta_hat, lambda, the W_i
+  };
+  Layout at;
+  S* Z_at = nullptr;
+  S* kept_at = nullptr;
   PsdSolver<S> solver;
-  MapZ Z() const { return {Z_at, m, m}; }
-  MapY Y(int i) const { return {Z_at + y_offset + static_cast<std::size_t>(i) * y_stride, Dim, m}; }
-  MapV beta_hat() const { return {kept_at, m}; }
-  MapV lambda() const { return {kept_at + m, m}; }
-  MapW W(int i) const { return {kept_at + w_offset + static_cast<std::size_t>(i) * w_stride, m, Dim}; }
+  MapZ Z() const { return {Z_at, at.m, at.m}; }
+  MapY Y(int i) const { return {Z_at + at.y_offset + static_cast<std::size_t>(i) * at.stride, Dim, at.m}; }
+  MapV beta_hat() const { return {kept_at, at.m}; }
+  MapV lambda() const { return {kept_at + at.m, at.m}; }
+  MapW W(int i) const { return {kept_at + at.w_offset + static_cast<std::size_t>(i) * at.stride, at.m, Dim}; }
 };
 
 /// The elimination of a single joint of m <= Dim rows (Y_i lives only inside the kernel; the
@@ -523,6 +529,13 @@ class HandleTree {
   std::vector<int> place_in_stack();
   void setup_node(int id);
   std::size_t rows_block_size(const Node& n) const;
+  /// Where a node's several-joint scratch (Z, Y) starts after its K~, b~, f~ (r (r + 2) scalars).
+  static std::size_t scratch_offset(const Node& n) { return aligned(static_cast<std::size_t>(n.rows() * (n.rows() + 2))); }
+  /// The layout of an m-row several-joint elimination, each block from Eigen's alignment.
+  static typename Multiple::Layout multiple_layout(int m) {
+    const auto rows = static_cast<std::size_t>(m);
+    return {m, aligned(rows * rows), aligned(2 * rows), aligned(Dim * rows)};
+  }
   void assemble_node(int id, const std::vector<JointRows<S, Dim>>& rows);
   template <int M, int MK, int H>
   void eliminate_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);

@@ -135,7 +135,7 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     } else if (m > 0) {
       ++multiples;
       kept_at[static_cast<std::size_t>(id)] = scalar_size = aligned(scalar_size);
-      scalar_size += aligned(2 * m) + static_cast<std::size_t>(n.size()) * aligned(m * Dim);
+      scalar_size += multiple_layout(n.m).kept_size(n.size());
     }
   }
   singles_.resize(singles);
@@ -159,16 +159,12 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
       n.single->lambda = std::span<S>(e + m * m + m, m);
       n.single->W = std::span<S>(e + m * m + 2 * m, m * r);
     } else if (m > 0) {
-      Multiple& x_e = multiples_[mu_at++];
-      n.multiple = &x_e;
-      x_e.m = n.m;
-      x_e.Z_at = x + aligned(r * (r + 2));
-      x_e.y_offset = aligned(m * m);
-      x_e.y_stride = aligned(Dim * m);
-      x_e.kept_at = e;
-      x_e.w_offset = aligned(2 * m);
-      x_e.w_stride = aligned(m * Dim);
-      x_e.solver = PsdSolver<S>(n.m, method_);
+      Multiple& several = multiples_[mu_at++];
+      n.multiple = &several;
+      several.at = multiple_layout(n.m);
+      several.Z_at = x + scratch_offset(n);
+      several.kept_at = e;
+      several.solver = PsdSolver<S>(n.m, method_);
     }
   }
   // Base connection: the root's handles all meet the ground.
@@ -311,10 +307,8 @@ void HandleTree<S, Dim>::setup_node(int id) {
 // disassembly) reads, in its stack buffer or its own storage.
 template <class S, int Dim>
 std::size_t HandleTree<S, Dim>::rows_block_size(const Node& n) const {
-  const auto r = static_cast<std::size_t>(n.rows()), m = static_cast<std::size_t>(n.m);
-  const std::size_t rows = r * (r + 2);
-  if (uses_single(n) || m == 0) return rows;
-  return aligned(rows) + aligned(m * m) + static_cast<std::size_t>(n.size()) * aligned(Dim * m);
+  if (uses_single(n) || n.m == 0) return static_cast<std::size_t>(n.rows() * (n.rows() + 2));
+  return scratch_offset(n) + multiple_layout(n.m).scratch_size(n.size());
 }
 
 // A child's K_ab and b_a in its handles' rows, G_a K_ab G_b' and G_a b_a (m_a x m_b, m_a): a node
