@@ -150,6 +150,7 @@ class AssemblyTree {
   int build(std::vector<int> bodies, const Context& ctx);
   void attach_joints(const Model& model);
   void number_in_postorder();
+  void append_postorder(int id, std::vector<int>& out) const;
   void cut_subtrees(int threads);
 
   std::vector<AssemblyNode> nodes_;

@@ -256,19 +256,7 @@ AssemblyTree::AssemblyTree(const Model& model, const Topology& topology, int thr
 void AssemblyTree::number_in_postorder() {
   std::vector<int> order;  // old ids in post-order
   order.reserve(nodes_.size());
-  std::vector<std::pair<int, bool>> stack{{root_, false}};  // (node, its children pushed)
-  while (!stack.empty()) {
-    auto [id, expanded] = stack.back();
-    stack.pop_back();
-    const AssemblyNode& n = node(id);
-    if (n.is_leaf() || expanded) {
-      order.push_back(id);
-      continue;
-    }
-    stack.push_back({id, true});
-    stack.push_back({n.right, false});
-    stack.push_back({n.left, false});
-  }
+  append_postorder(root_, order);
   std::vector<int> new_id(nodes_.size(), -1);
   for (std::size_t k = 0; k < order.size(); ++k) new_id[static_cast<std::size_t>(order[k])] = static_cast<int>(k);
   auto renumber = [&](int id) { return id < 0 ? id : new_id[static_cast<std::size_t>(id)]; };
@@ -284,24 +272,33 @@ void AssemblyTree::number_in_postorder() {
   root_ = renumber(root_);
 }
 
+// The subtree under `id` in post-order (children before parents, left before right), appended.
+void AssemblyTree::append_postorder(int id, std::vector<int>& out) const {
+  std::vector<std::pair<int, bool>> stack{{id, false}};  // (node, its children pushed)
+  while (!stack.empty()) {
+    const auto [top, expanded] = stack.back();
+    stack.pop_back();
+    const AssemblyNode& n = node(top);
+    if (n.is_leaf() || expanded) {
+      out.push_back(top);
+      continue;
+    }
+    stack.push_back({top, true});
+    stack.push_back({n.right, false});
+    stack.push_back({n.left, false});
+  }
+}
+
 void AssemblyTree::cut_subtrees(int threads) {
   int split = 0;  // levels above the cut
   while ((1 << split) < threads) ++split;
   if (threads > 1 && (threads & (threads - 1)) != 0) split += 2;
   const int cut = std::max(0, height() - split);
-  std::function<void(int, std::vector<int>&)> postorder = [&](int id, std::vector<int>& out) {
-    const AssemblyNode& n = node(id);
-    if (!n.is_leaf()) {
-      postorder(n.left, out);
-      postorder(n.right, out);
-    }
-    out.push_back(id);
-  };
   std::function<void(int)> visit = [&](int id) {  // left to right
     const AssemblyNode& n = node(id);
     if (n.height <= cut) {
       subtrees_.emplace_back();
-      postorder(id, subtrees_.back());
+      append_postorder(id, subtrees_.back());
       return;
     }
     visit(n.left);
