@@ -66,7 +66,7 @@
 //   V             V_                       body twists at the centres of mass (Dim)
 //   Pbar_k        tree_load(child side)    articulated momentum H p + D sigma
 //   R_i, A_k      R_, A_                   momentum-rate residual load; articulated load at o_k
-//   S(l), Sdot    Geometry::shift_load, shift_rate   shift matrices (paper 001 Eqs. 14, 49-53)
+//   S(l), Sdot    Geometry::shift_load, sub_shift_rate shift matrices (paper 001 Eqs. 14, 49-53)
 #pragma once
 
 #include <memory>

@@ -7,8 +7,8 @@
 //   shift_load(L, d)   = [f; m + d x f]      the load at a point y of a load L at x, d = x - y
 //   shift_twist(V, d)  = [v + w x d; w]      the twist at y of a twist V at x,     d = y - x
 // so S(l) L = shift_load(L, l) and S(l)' V = shift_twist(V, l) for a handle at l from the centre
-// of mass. shift_rate(ldot, L) = Sdot(l) L = [0; ldot x f] is the rate of S(l) L at fixed L
-// (paper 001, Eqs. 50-53).
+// of mass. Sdot(l) L = [0; ldot x f], the rate of S(l) L at fixed L (paper 001, Eqs. 50-53),
+// reads only L's force f: sub_shift_rate(R, ldot, f) takes it from R.
 //
 // In the plane, a x b = a_x b_y - a_y b_x (a scalar) and w x d = w Omega d (paper 004, Eq. 2).
 #pragma once
@@ -47,11 +47,9 @@ struct Geometry<S, 6> {
     P.template head<3>() += L.template head<3>();
     P.template tail<3>() += L.template tail<3>() + d.cross(L.template head<3>());
   }
-  /// R -= shift_rate(ldot, L) and V_rel -= shift_twist(V, d), in place and by halves (as
-  /// add_shifted_load; the same numbers: shift_rate's zero half leaves R's as it is).
-  static void sub_shift_rate(Vec& R, const Point& ldot, const Vec& L) {
-    R.template tail<3>() -= ldot.cross(L.template head<3>());
-  }
+  /// R -= Sdot(l) L from L's force f, and V_rel -= shift_twist(V, d), in place and by halves (as
+  /// add_shifted_load; the same numbers: Sdot(l) L's zero half leaves R's as it is).
+  static void sub_shift_rate(Vec& R, const Point& ldot, const Point& f) { R.template tail<3>() -= ldot.cross(f); }
   static void sub_shifted_twist(Vec& V_rel, const Vec& V, const Point& d) {
     V_rel.template head<3>() -= point_velocity(V, d);
     V_rel.template tail<3>() -= V.template tail<3>();
@@ -60,12 +58,6 @@ struct Geometry<S, 6> {
     Vec out;
     out.template head<3>() = point_velocity(V, d);
     out.template tail<3>() = V.template tail<3>();
-    return out;
-  }
-  static Vec shift_rate(const Point& ldot, const Vec& L) {
-    Vec out;
-    out.template head<3>().setZero();
-    out.template tail<3>() = ldot.cross(L.template head<3>());
     return out;
   }
   static Vec apply(const InverseInertia& Mi, const Vec& P) {
@@ -106,8 +98,7 @@ struct Geometry<S, 3> {
     const Point v = V.template head<2>() + turn(V.z(), d);
     return Vec(v.x(), v.y(), V.z());
   }
-  static Vec shift_rate(const Point& ldot, const Vec& L) { return Vec(S(0), S(0), cross(ldot, L.template head<2>())); }
-  static void sub_shift_rate(Vec& R, const Point& ldot, const Vec& L) { R.z() -= cross(ldot, L.template head<2>()); }
+  static void sub_shift_rate(Vec& R, const Point& ldot, const Point& f) { R.z() -= cross(ldot, f); }
   static void sub_shifted_twist(Vec& V_rel, const Vec& V, const Point& d) {
     V_rel.template head<2>() -= point_velocity(V, d);
     V_rel.z() -= V.z();

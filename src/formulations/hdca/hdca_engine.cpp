@@ -13,8 +13,6 @@ Engine<Kin>::Engine(const Model& model, const Topology& topology, const Assembly
       kin_(model, topology, external),
       core_(tree, kin_.sides(), inverse),
       parallel_(threading),
-      incidences_(model.bodies.size()),
-      loop_ends_(model.bodies.size()),
       loop_joints_(topology.loop_joints()),
       child_handle_(kin_.joints().tree().size(), -1),
       handle_offset_(model.bodies.size() + 1, 0),
@@ -32,22 +30,38 @@ Engine<Kin>::Engine(const Model& model, const Topology& topology, const Assembly
   auto handle_in = [&](int body, int joint) {
     return joint < 0 ? -1 : core_.handle_index(core_.leaf(body), joint);
   };
+  std::vector<std::vector<Incidence>> incidences(model.bodies.size());
   for (std::size_t k = 0; k < tree_joints.size(); ++k) {
     const TreeJoint& t = tree_joints[k];
     const int kk = static_cast<int>(k);
     child_handle_[k] = handle_in(t.child, t.joint);
-    incidences_[static_cast<std::size_t>(t.child)].push_back({kk, S(1), child_handle_[k]});
-    if (t.parent != kGround) incidences_[static_cast<std::size_t>(t.parent)].push_back({kk, S(-1), handle_in(t.parent, t.joint)});
+    incidences[static_cast<std::size_t>(t.child)].push_back({kk, S(1), child_handle_[k]});
+    if (t.parent != kGround) incidences[static_cast<std::size_t>(t.parent)].push_back({kk, S(-1), handle_in(t.parent, t.joint)});
   }
+  std::vector<std::vector<LoopEnd>> loop_ends(model.bodies.size());
   for (std::size_t i = 0; i < loop_joints_.size(); ++i) {
     const Joint& joint = model.joints[static_cast<std::size_t>(loop_joints_[i])];
-    if (joint.parent != kGround) loop_ends_[static_cast<std::size_t>(joint.parent)].push_back({static_cast<int>(i), false});
-    loop_ends_[static_cast<std::size_t>(joint.child)].push_back({static_cast<int>(i), true});
+    if (joint.parent != kGround) loop_ends[static_cast<std::size_t>(joint.parent)].push_back({static_cast<int>(i), false});
+    loop_ends[static_cast<std::size_t>(joint.child)].push_back({static_cast<int>(i), true});
   }
+  flatten(incidences, incidences_, incidence_offset_);
+  flatten(loop_ends, loop_ends_, loop_end_offset_);
   for (int b = 0; b < model.body_count(); ++b)
     handle_offset_[static_cast<std::size_t>(b) + 1] = handle_offset_[static_cast<std::size_t>(b)] + core_.leaf(b).size();
   handle_l_.assign(static_cast<std::size_t>(handle_offset_.back()), Point::Zero());
   handle_load_.assign(static_cast<std::size_t>(handle_offset_.back()), Vec::Zero());
+}
+
+/// One array of every body's lists, in the bodies' order and each list's own; offset[b] is where
+/// body b's starts (offset has one entry more than per_body).
+template <class T>
+static void flatten(const std::vector<std::vector<T>>& per_body, std::vector<T>& all, std::vector<int>& offset) {
+  offset.assign(per_body.size() + 1, 0);
+  for (std::size_t b = 0; b < per_body.size(); ++b)
+    offset[b + 1] = offset[b] + static_cast<int>(per_body[b].size());
+  all.clear();
+  all.reserve(static_cast<std::size_t>(offset.back()));
+  for (const auto& list : per_body) all.insert(all.end(), list.begin(), list.end());
 }
 
 template <class Kin>
@@ -141,7 +155,7 @@ template <class Kin>
 void Engine<Kin>::known_momentum(int b) {
   const Point& r = kin_.com(b);
   Vec P = Vec::Zero();
-  for (const Incidence& x : incidences_[static_cast<std::size_t>(b)])
+  for (const Incidence& x : incidences_of(b))
     G::add_shifted_load(P, Vec(x.sign * Hp_[static_cast<std::size_t>(x.k)]), kin_.tree_point(x.k) - r);
   P_known_[static_cast<std::size_t>(b)] = P;
   const auto& leaf = core_.leaf(b);
@@ -209,19 +223,27 @@ typename Engine<Kin>::Vec Engine<Kin>::tree_load(const Incidence& x, int b) cons
   return L;
 }
 
+template <class Kin>
+typename Engine<Kin>::Point Engine<Kin>::tree_force(const Incidence& x, int b) const {
+  Point f = x.sign * Hp_[static_cast<std::size_t>(x.k)].template head<Point::RowsAtCompileTime>();
+  if (x.handle >= 0)
+    f += handle_load_[static_cast<std::size_t>(handle_offset_[static_cast<std::size_t>(b)] + x.handle)].template head<Point::RowsAtCompileTime>();
+  return f;
+}
+
 /// R_b = Q_b - sum_k Sdot(l_k) L_k - sum_c Jdot_c' sigma_c: what is left of d/dt (M V) = Q + F
 /// once the rates of the joint loads are taken out (hdca.hpp, "second stage").
 template <class Kin>
 void Engine<Kin>::momentum_residual(int b) {
   const Vec& V = V_[static_cast<std::size_t>(b)];
   Vec R = kin_.applied(b);
-  for (const Incidence& x : incidences_[static_cast<std::size_t>(b)]) {
+  for (const Incidence& x : incidences_of(b)) {
     const int c = kin_.joints().tree()[static_cast<std::size_t>(x.k)].child;
     const Point& o = kin_.tree_point(x.k);  // moves with the joint's child
     const Point o_dot = G::point_velocity(V_[static_cast<std::size_t>(c)], o - kin_.com(c));
-    G::sub_shift_rate(R, o_dot - G::point_velocity(V, Point::Zero()), tree_load(x, b));
+    G::sub_shift_rate(R, o_dot - G::point_velocity(V, Point::Zero()), tree_force(x, b));
   }
-  for (const LoopEnd& e : loop_ends_[static_cast<std::size_t>(b)])
+  for (const LoopEnd& e : loop_ends_of(b))
     R -= e.child ? rate_load_c_[static_cast<std::size_t>(e.slot)] : rate_load_p_[static_cast<std::size_t>(e.slot)];
   R_[static_cast<std::size_t>(b)] = R;
 }

@@ -84,13 +84,26 @@ class Engine {
   Point handle_point(int joint) const;
   /// Full load of tree joint k on body b (sign H p + constraint impulse).
   Vec tree_load(const Incidence& x, int b) const;
+  /// Its force half alone (the first 3, planar 2, entries: what a shift's rate reads).
+  Point tree_force(const Incidence& x, int b) const;
+  std::span<const Incidence> incidences_of(int b) const { return lists_of(incidences_, incidence_offset_, b); }
+  std::span<const LoopEnd> loop_ends_of(int b) const { return lists_of(loop_ends_, loop_end_offset_, b); }
+  template <class T>
+  static std::span<const T> lists_of(const std::vector<T>& all, const std::vector<int>& offset, int b) {
+    const auto from = static_cast<std::size_t>(offset[static_cast<std::size_t>(b)]);
+    return {all.data() + from, static_cast<std::size_t>(offset[static_cast<std::size_t>(b) + 1]) - from};
+  }
 
   const Model& model_;
   Kin kin_;
   dc::HandleTree<S, Dim> core_;
   Parallel parallel_;
-  std::vector<std::vector<Incidence>> incidences_;  // per body
-  std::vector<std::vector<LoopEnd>> loop_ends_;     // per body
+  // Each body's tree joints and loop ends, body after body (one array each, not a heap block a
+  // body: every sweep over the bodies reads them); a body's run starts at its offset.
+  std::vector<Incidence> incidences_;
+  std::vector<int> incidence_offset_;
+  std::vector<LoopEnd> loop_ends_;
+  std::vector<int> loop_end_offset_;
   std::vector<int> loop_joints_;
   std::vector<int> child_handle_;                   // per tree joint: handle index in its child's leaf
   std::vector<Point> handle_l_;                     // l_h of every body's handles, body after body
