@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "integrators_internal.hpp"
+#include "serial_vector_ops.hpp"
 #include "treedyn/errors.hpp"
 #include "treedyn/linalg.hpp"
 
@@ -33,6 +34,8 @@ class SundialsBase : public Integrator {
       : name_(std::move(name)), sys_(system), opt_(options) {
     if (SUNContext_Create(nullptr, &ctx_) != 0) throw std::runtime_error("SUNDIALS: cannot create a context");
     y_ = N_VNew_Serial(system.size(), ctx_);
+    if (!y_) throw std::runtime_error("SUNDIALS: cannot allocate the state vector");
+    serial_vector_ops::install(y_);  // before the solver clones it (serial_vector_ops.hpp)
   }
   ~SundialsBase() override {
     N_VDestroy(y_);

@@ -3,12 +3,18 @@
 // right-hand sides, and failures reported with the time.
 #include <gtest/gtest.h>
 
+#include <nvector/nvector_serial.h>
+
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
+#include <random>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "integrators/serial_vector_ops.hpp"
 #include "treedyn/errors.hpp"
 #include "treedyn/integrators.hpp"
 
@@ -306,4 +312,95 @@ TEST(AdaptiveIntegrators, RefusedStepsAreCountedApart) {
   const long attempts = s.steps + s.error_test_failures;
   EXPECT_GE(s.rhs_evaluations, 6 * attempts + 1);
   EXPECT_LE(s.rhs_evaluations, 6 * attempts + 1 + 20);
+}
+
+// SUNDIALS' serial vector operations, replaced by ones compiled with optimisation (Debian builds
+// SUNDIALS at -O0; src/integrators/serial_vector_ops.hpp). The replacements must give the bits
+// SUNDIALS' own give, in each of N_VLinearSum's and N_VScale's cases and where the output is one
+// of the inputs.
+namespace {
+
+struct Vectors {
+  SUNContext ctx = nullptr;
+  std::vector<N_Vector> v;
+  Vectors(int count, sunindextype n, unsigned seed) {
+    EXPECT_EQ(SUNContext_Create(nullptr, &ctx), 0);
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> u(-3.0, 3.0);
+    for (int i = 0; i < count; ++i) {
+      v.push_back(N_VNew_Serial(n, ctx));
+      for (sunindextype j = 0; j < n; ++j) NV_Ith_S(v.back(), j) = u(rng) * std::pow(10.0, u(rng));
+    }
+  }
+  ~Vectors() {
+    for (N_Vector x : v) N_VDestroy(x);
+    SUNContext_Free(&ctx);
+  }
+};
+
+bool same_bits(N_Vector a, N_Vector b) {
+  return NV_LENGTH_S(a) == NV_LENGTH_S(b) &&
+         std::memcmp(NV_DATA_S(a), NV_DATA_S(b), static_cast<std::size_t>(NV_LENGTH_S(a)) * sizeof(sunrealtype)) == 0;
+}
+
+// 1000 entries: longer than linear_combination's block of 256 and not a multiple of it.
+constexpr sunindextype kLength = 1000;
+const double kCoefficients[] = {1.0, -1.0, 0.0, 0.3, -0.3, 2.5, 1e-7};
+
+}  // namespace
+
+TEST(SerialVectorOps, LinearSumGivesSundialsBitsInEveryCaseAndAliasing) {
+  for (double a : kCoefficients)
+    for (double b : kCoefficients)
+      for (int alias = 0; alias < 3; ++alias) {  // z apart, z = x, z = y
+        Vectors ours(3, kLength, 7), theirs(3, kLength, 7);
+        auto z = [&](Vectors& s) { return alias == 0 ? s.v[2] : s.v[alias - 1]; };
+        serial_vector_ops::linear_sum(a, ours.v[0], b, ours.v[1], z(ours));
+        N_VLinearSum_Serial(a, theirs.v[0], b, theirs.v[1], z(theirs));
+        for (int i = 0; i < 3; ++i) EXPECT_TRUE(same_bits(ours.v[i], theirs.v[i])) << "a " << a << ", b " << b << ", alias " << alias;
+      }
+}
+
+TEST(SerialVectorOps, ScaleAndWrmsNormGiveSundialsBits) {
+  for (double c : kCoefficients)
+    for (bool in_place : {false, true}) {
+      Vectors ours(2, kLength, 11), theirs(2, kLength, 11);
+      serial_vector_ops::scale(c, ours.v[0], in_place ? ours.v[0] : ours.v[1]);
+      N_VScale_Serial(c, theirs.v[0], in_place ? theirs.v[0] : theirs.v[1]);
+      EXPECT_TRUE(same_bits(ours.v[0], theirs.v[0]) && same_bits(ours.v[1], theirs.v[1])) << "c " << c;
+    }
+  Vectors x(2, kLength, 13);
+  const double ours = serial_vector_ops::wrms_norm(x.v[0], x.v[1]), theirs = N_VWrmsNorm_Serial(x.v[0], x.v[1]);
+  EXPECT_EQ(std::memcmp(&ours, &theirs, sizeof ours), 0) << ours << " against " << theirs;
+  EXPECT_GT(ours, 0.0);
+}
+
+// What N_VLinearCombination does for a serial vector (fused operations off): a scale, then one
+// linear sum a vector.
+TEST(SerialVectorOps, LinearCombinationGivesTheBitsOfSundialsScaleThenLinearSums) {
+  std::vector<double> c = {1.0, 0.25, -1.0, 1.0, 3.0e-3, -0.7, 0.0};
+  for (int nvec = 1; nvec <= 7; ++nvec)
+    for (int alias = -1; alias < std::min(nvec, 3); ++alias) {  // z apart, or z = X[alias]
+      for (double c0 : {1.0, -1.0, 0.4}) {
+        c[0] = c0;
+        Vectors ours(8, kLength, 17), theirs(8, kLength, 17);
+        auto z = [&](Vectors& s) { return alias < 0 ? s.v[7] : s.v[static_cast<std::size_t>(alias)]; };
+        EXPECT_EQ(serial_vector_ops::linear_combination(nvec, c.data(), ours.v.data(), z(ours)), 0);
+        N_VScale_Serial(c[0], theirs.v[0], z(theirs));
+        for (int i = 1; i < nvec; ++i) N_VLinearSum_Serial(c[static_cast<std::size_t>(i)], theirs.v[static_cast<std::size_t>(i)], 1.0, z(theirs), z(theirs));
+        for (std::size_t i = 0; i < 8; ++i)
+          EXPECT_TRUE(same_bits(ours.v[i], theirs.v[i])) << nvec << " vectors, z = X[" << alias << "], c0 " << c0 << ", vector " << i;
+      }
+    }
+}
+
+// A clone of a vector with the replacements carries them: a solver's own vectors use them.
+TEST(SerialVectorOps, ClonesCarryTheReplacements) {
+  Vectors x(1, 10, 19);
+  serial_vector_ops::install(x.v[0]);
+  N_Vector clone = N_VClone(x.v[0]);
+  EXPECT_EQ(clone->ops->nvlinearsum, &serial_vector_ops::linear_sum);
+  EXPECT_EQ(clone->ops->nvlinearcombination, &serial_vector_ops::linear_combination);
+  EXPECT_EQ(clone->ops->nvwrmsnorm, &serial_vector_ops::wrms_norm);
+  N_VDestroy(clone);
 }
