@@ -8,7 +8,7 @@
 //   shift_twist(V, d)  = [v + w x d; w]      the twist at y of a twist V at x,     d = y - x
 // so S(l) L = shift_load(L, l) and S(l)' V = shift_twist(V, l) for a handle at l from the centre
 // of mass. Sdot(l) L = [0; ldot x f], the rate of S(l) L at fixed L (paper 001, Eqs. 50-53),
-// reads only L's force f: sub_shift_rate(R, ldot, f) takes it from R.
+// reads only L's force f: sub_shift_rate(R, ldot, f) takes it from a Load R (a sum by halves).
 //
 // In the plane, a x b = a_x b_y - a_y b_x (a scalar) and w x d = w Omega d (paper 004, Eq. 2).
 #pragma once
@@ -47,13 +47,32 @@ struct Geometry<S, 6> {
     P.template head<3>() += L.template head<3>();
     P.template tail<3>() += L.template tail<3>() + d.cross(L.template head<3>());
   }
-  /// R -= Sdot(l) L from L's force f, and V_rel -= shift_twist(V, d), in place and by halves (as
-  /// add_shifted_load; the same numbers: Sdot(l) L's zero half leaves R's as it is).
-  static void sub_shift_rate(Vec& R, const Point& ldot, const Point& f) { R.template tail<3>() -= ldot.cross(f); }
+  /// V_rel -= shift_twist(V, d), in place and by halves (as add_shifted_load).
   static void sub_shifted_twist(Vec& V_rel, const Vec& V, const Point& d) {
     V_rel.template head<3>() -= point_velocity(V, d);
     V_rel.template tail<3>() -= V.template tail<3>();
   }
+  /// A load summed by halves, its force f and its moment m, and stored once: a 6-vector summed
+  /// in place is written by 3-vector halves and read back by pairs, and the pair across the
+  /// halves cannot be forwarded from the stores just made (docs/benchmarks.md, "Session 25").
+  struct Load {
+    Point f = Point::Zero();
+    Point m = Point::Zero();
+  };
+  static Load halves(const Vec& L) { return {L.template head<3>(), L.template tail<3>()}; }
+  static void store(const Load& P, Vec& out) {
+    out.template head<3>() = P.f;
+    out.template tail<3>() = P.m;
+  }
+  /// P += shift_load(sign L, d) for sign = +-1 (exact: the same numbers as with sign L made first).
+  static void add_shifted_load(Load& P, S sign, const Vec& L, const Point& d) {
+    const Point f = sign * L.template head<3>();
+    P.f += f;
+    P.m += sign * L.template tail<3>() + d.cross(f);
+  }
+  /// R -= Sdot(l) L = [0; ldot x f] from L's force f: its zero half leaves R's as it is.
+  static void sub_shift_rate(Load& R, const Point& ldot, const Point& f) { R.m -= ldot.cross(f); }
+
   static Vec shift_twist(const Vec& V, const Point& d) {
     Vec out;
     out.template head<3>() = point_velocity(V, d);
@@ -98,7 +117,18 @@ struct Geometry<S, 3> {
     const Point v = V.template head<2>() + turn(V.z(), d);
     return Vec(v.x(), v.y(), V.z());
   }
-  static void sub_shift_rate(Vec& R, const Point& ldot, const Point& f) { R.z() -= cross(ldot, f); }
+  struct Load {  // as in space: the force and its moment (a scalar) summed apart
+    Point f = Point::Zero();
+    S m = S(0);
+  };
+  static Load halves(const Vec& L) { return {L.template head<2>(), L.z()}; }
+  static void store(const Load& P, Vec& out) { out = Vec(P.f.x(), P.f.y(), P.m); }
+  static void add_shifted_load(Load& P, S sign, const Vec& L, const Point& d) {
+    const Point f = sign * L.template head<2>();
+    P.f += f;
+    P.m += sign * L.z() + cross(d, f);
+  }
+  static void sub_shift_rate(Load& R, const Point& ldot, const Point& f) { R.m -= cross(ldot, f); }
   static void sub_shifted_twist(Vec& V_rel, const Vec& V, const Point& d) {
     V_rel.template head<2>() -= point_velocity(V, d);
     V_rel.z() -= V.z();

@@ -154,10 +154,9 @@ void Engine<Kin>::joint_momentum(int k) {
 template <class Kin>
 void Engine<Kin>::known_momentum(int b) {
   const Point& r = kin_.com(b);
-  Vec P = Vec::Zero();
-  for (const Incidence& x : incidences_of(b))
-    G::add_shifted_load(P, Vec(x.sign * Hp_[static_cast<std::size_t>(x.k)]), kin_.tree_point(x.k) - r);
-  P_known_[static_cast<std::size_t>(b)] = P;
+  typename G::Load P;
+  for (const Incidence& x : incidences_of(b)) G::add_shifted_load(P, x.sign, Hp_[static_cast<std::size_t>(x.k)], kin_.tree_point(x.k) - r);
+  G::store(P, P_known_[static_cast<std::size_t>(b)]);
   const auto& leaf = core_.leaf(b);
   const std::span<Point> l = handles_of(b);
   for (std::size_t h = 0; h < l.size(); ++h) l[h] = handle_point(leaf.handles[h]) - r;
@@ -236,16 +235,18 @@ typename Engine<Kin>::Point Engine<Kin>::tree_force(const Incidence& x, int b) c
 template <class Kin>
 void Engine<Kin>::momentum_residual(int b) {
   const Vec& V = V_[static_cast<std::size_t>(b)];
-  Vec R = kin_.applied(b);
+  typename G::Load R = G::halves(kin_.applied(b));
+  const Point v = G::point_velocity(V, Point::Zero());
   for (const Incidence& x : incidences_of(b)) {
     const int c = kin_.joints().tree()[static_cast<std::size_t>(x.k)].child;
     const Point& o = kin_.tree_point(x.k);  // moves with the joint's child
     const Point o_dot = G::point_velocity(V_[static_cast<std::size_t>(c)], o - kin_.com(c));
-    G::sub_shift_rate(R, o_dot - G::point_velocity(V, Point::Zero()), tree_force(x, b));
+    G::sub_shift_rate(R, o_dot - v, tree_force(x, b));
   }
+  Vec& out = R_[static_cast<std::size_t>(b)];
+  G::store(R, out);
   for (const LoopEnd& e : loop_ends_of(b))
-    R -= e.child ? rate_load_c_[static_cast<std::size_t>(e.slot)] : rate_load_p_[static_cast<std::size_t>(e.slot)];
-  R_[static_cast<std::size_t>(b)] = R;
+    out -= e.child ? rate_load_c_[static_cast<std::size_t>(e.slot)] : rate_load_p_[static_cast<std::size_t>(e.slot)];
 }
 
 template <class Kin>
