@@ -70,8 +70,18 @@ struct Geometry<S, 6> {
     P.f += f;
     P.m += sign * L.template tail<3>() + d.cross(f);
   }
+  /// P += shift_load(L, d).
+  static void add_shifted_load(Load& P, const Vec& L, const Point& d) {
+    P.f += L.template head<3>();
+    P.m += L.template tail<3>() + d.cross(L.template head<3>());
+  }
   /// R -= Sdot(l) L = [0; ldot x f] from L's force f: its zero half leaves R's as it is.
   static void sub_shift_rate(Load& R, const Point& ldot, const Point& f) { R.m -= ldot.cross(f); }
+  /// out = M^-1 P (apply's numbers).
+  static void apply(const InverseInertia& Mi, const Load& P, Vec& out) {
+    out.template head<3>() = Mi.inverse_mass * P.f;
+    out.template tail<3>() = Mi.J_inverse * P.m;
+  }
 
   static Vec shift_twist(const Vec& V, const Point& d) {
     Vec out;
@@ -128,7 +138,14 @@ struct Geometry<S, 3> {
     P.f += f;
     P.m += sign * L.z() + cross(d, f);
   }
+  static void add_shifted_load(Load& P, const Vec& L, const Point& d) {
+    P.f += L.template head<2>();
+    P.m += L.z() + cross(d, L.template head<2>());
+  }
   static void sub_shift_rate(Load& R, const Point& ldot, const Point& f) { R.m -= cross(ldot, f); }
+  static void apply(const InverseInertia& Mi, const Load& P, Vec& out) {
+    out = Vec(Mi.inverse_mass * P.f.x(), Mi.inverse_mass * P.f.y(), Mi.J_inverse * P.m);
+  }
   static void sub_shifted_twist(Vec& V_rel, const Vec& V, const Point& d) {
     V_rel.template head<2>() -= point_velocity(V, d);
     V_rel.z() -= V.z();

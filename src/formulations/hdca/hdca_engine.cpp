@@ -194,13 +194,13 @@ template <class Kin>
 void Engine<Kin>::body_twist(int b) {
   const auto& leaf = core_.leaf(b);
   const std::span<Point> l = handles_of(b);
-  Vec P = P_known_[static_cast<std::size_t>(b)];
+  typename G::Load P = G::halves(P_known_[static_cast<std::size_t>(b)]);
   Vec* load = handle_load_.data() + handle_offset_[static_cast<std::size_t>(b)];  // kept for the second stage
   for (std::size_t h = 0; h < l.size(); ++h) {
     core_.load_into(leaf, static_cast<int>(h), rows_, load[h]);
     G::add_shifted_load(P, load[h], l[h]);
   }
-  V_[static_cast<std::size_t>(b)] = G::apply(kin_.inverse_inertia(b), P);
+  G::apply(kin_.inverse_inertia(b), P, V_[static_cast<std::size_t>(b)]);
 }
 
 /// qdot = H' (V_c(o) - V_p(o)) (paper 001 Eq. 23, paper 004 Eq. 49).

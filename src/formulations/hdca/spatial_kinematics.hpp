@@ -82,10 +82,10 @@ class SpatialKinematics {
     const TreeJoint& t = joints_.tree()[static_cast<std::size_t>(k)];
     auto turned = [&](int body) {  // in double, as the kinematics (in float: x's entries widened, exactly)
       const Vec3& w = state_of(bodies_, body).w;
-      Vec y;
-      y << x.template head<3>().template cast<double>().cross(w).template cast<S>(),
-          x.template tail<3>().template cast<double>().cross(w).template cast<S>();
-      return y;
+      const Vec3 f = x.template head<3>().template cast<double>().cross(w), m = x.template tail<3>().template cast<double>().cross(w);
+      // Built from its six entries, not by halves: the columns' dot products read y by pairs,
+      // and a pair across two halves just stored waits for them (store forwarding).
+      return Vec(S(f.x()), S(f.y()), S(f.z()), S(m.x()), S(m.y()), S(m.z()));
     };
     const unsigned every = (1u << t.nv) - 1u;
     const Vec x_C = t.child_axes != 0 ? turned(t.child) : Vec::Zero();
