@@ -102,8 +102,8 @@ void AccelerationSolver::leaf_coefficients(int b) {
   mobility_rows<double, 6>(1.0 / body.mass, Ji, l, rows_, leaf);
   const Vec3 a0 = F.head<3>() / body.mass, alpha0 = Ji * F.tail<3>();
   for (std::size_t h = 0; h < l.size(); ++h) {  // b_h = S(l_h)' M^-1 F_e + [w x (w x l_h); 0], in rows
-    Vec6 b_h;
-    b_h << a0 + alpha0.cross(l[h]) + s.w.cross(s.w.cross(l[h])), alpha0;
+    const Vec3 a_h = a0 + alpha0.cross(l[h]) + s.w.cross(s.w.cross(l[h]));
+    const Vec6 b_h(a_h.x(), a_h.y(), a_h.z(), alpha0.x(), alpha0.y(), alpha0.z());  // from its entries: read by pairs
     core_.set_leaf_bias(leaf, static_cast<int>(h), b_h, rows_);
   }
 }
@@ -112,16 +112,19 @@ void AccelerationSolver::leaf_coefficients(int b) {
 void AccelerationSolver::body_acceleration(int b) {
   const auto& leaf = core_.leaf(b);
   const std::span<Vec3> l = handles_of(b);
-  Vec6 F = F_e_[static_cast<std::size_t>(b)];
+  // Summed by halves, force and moment apart: a 6-vector summed by halves and read by pairs waits
+  // on the pair across them (store forwarding; docs/benchmarks.md, "Session 27").
+  const Vec6& F_e = F_e_[static_cast<std::size_t>(b)];
+  Vec3 force = F_e.head<3>(), moment = F_e.tail<3>();
   for (std::size_t h = 0; h < l.size(); ++h) {
     Vec6 f;
     core_.load_into(leaf, static_cast<int>(h), rows_, f);
-    F.head<3>() += f.head<3>();
-    F.tail<3>() += f.tail<3>() + l[h].cross(f.head<3>());
+    force += f.head<3>();
+    moment += f.tail<3>() + l[h].cross(f.head<3>());
   }
   BodyState& s = bodies_[static_cast<std::size_t>(b)];
-  s.a = F.head<3>() / model_.bodies[static_cast<std::size_t>(b)].mass;
-  s.alpha = J_inverse_[static_cast<std::size_t>(b)] * F.tail<3>();
+  s.a = force / model_.bodies[static_cast<std::size_t>(b)].mass;
+  s.alpha = J_inverse_[static_cast<std::size_t>(b)] * moment;
 }
 
 /// vdot = H' (A_c(o) - A_p(o) - kappa).
@@ -129,12 +132,11 @@ void AccelerationSolver::joint_acceleration(int k) {
   const TreeJoint& t = joints_.tree()[static_cast<std::size_t>(k)];
   const JointMotion& m = motion_[static_cast<std::size_t>(k)];
   auto at_point = [&](int body) {
-    Vec6 A = Vec6::Zero();
-    if (body == kGround) return A;
+    if (body == kGround) return Vec6(Vec6::Zero());
     const BodyState& s = bodies_[static_cast<std::size_t>(body)];
     const Vec3 l = m.point - s.r;
-    A << s.a + s.alpha.cross(l) + s.w.cross(s.w.cross(l)), s.alpha;
-    return A;
+    const Vec3 a = s.a + s.alpha.cross(l) + s.w.cross(s.w.cross(l));
+    return Vec6(a.x(), a.y(), a.z(), s.alpha.x(), s.alpha.y(), s.alpha.z());  // from its entries: read by pairs
   };
   subspace_project(m.HD, t.nv, Vec6(at_point(t.child) - at_point(t.parent) - m.kappa), vdot_.segment(t.v_offset, t.nv));
 }
