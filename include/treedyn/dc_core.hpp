@@ -612,6 +612,10 @@ class HandleTree {
   /// A child's K_ab, b_a in its handles' rows (G_a K_ab G_b', G_a b_a), RA x RB (fixed, or Dynamic).
   template <int RA = Eigen::Dynamic, int RB = Eigen::Dynamic>
   Rows<RA, RB> k_rows(const Node& c, int a, int b, const std::vector<JointRows<S, Dim>>& rows) const;
+  /// The same written into `out` (a matrix or a block of the right size): no temporary copied
+  /// after it (whose stores by columns a copy by pairs would wait on).
+  template <int RA, int RB, class Out>
+  void k_rows_into(Out&& out, const Node& c, int a, int b, const std::vector<JointRows<S, Dim>>& rows) const;
   template <int RA = Eigen::Dynamic>
   Rows<RA, 1> b_rows(const Node& c, int a, const std::vector<JointRows<S, Dim>>& rows) const;
   template <class Derived>

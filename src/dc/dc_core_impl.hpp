@@ -318,15 +318,26 @@ template <class S, int Dim>
 template <int RA, int RB>
 [[gnu::always_inline]] inline typename HandleTree<S, Dim>::template Rows<RA, RB> HandleTree<S, Dim>::k_rows(const Node& c, int a, int b,
                                                                                const std::vector<JointRows<S, Dim>>& rows) const {
+  Rows<RA, RB> out;
+  k_rows_into<RA, RB>(out, c, a, b, rows);
+  return out;
+}
+
+template <class S, int Dim>
+template <int RA, int RB, class Out>
+[[gnu::always_inline]] inline void HandleTree<S, Dim>::k_rows_into(Out&& out, const Node& c, int a, int b,
+                                                                   const std::vector<JointRows<S, Dim>>& rows) const {
   const int ma = rows_at(c, a), mb = rows_at(c, b);
-  if (c.in_rows) return c.K_hat().template block<RA, RB>(c.o(a), c.o(b), ma, mb);
+  if (c.in_rows) {
+    out = c.K_hat().template block<RA, RB>(c.o(a), c.o(b), ma, mb);
+    return;
+  }
   const Mat& K = c.K.front();
   const JointRows<S, Dim>& ja = rows[static_cast<std::size_t>(c.handles[static_cast<std::size_t>(a)])];
   const JointRows<S, Dim>& jb = rows[static_cast<std::size_t>(c.handles[static_cast<std::size_t>(b)])];
   const bool pa = c.holds_p[static_cast<std::size_t>(a)] != 0, pb = c.holds_p[static_cast<std::size_t>(b)] != 0;
-  if (ja.unit_rows && jb.unit_rows) return (unit_sign(pa) * unit_sign(pb)) * K.template block<RA, RB>(0, 0, ma, mb);
-  return rows_of(ja, pa).template block<RA, Dim>(0, 0, ma, Dim) * K *
-         rows_of(jb, pb).template block<RB, Dim>(0, 0, mb, Dim).transpose();
+  if (ja.unit_rows && jb.unit_rows) out = (unit_sign(pa) * unit_sign(pb)) * K.template block<RA, RB>(0, 0, ma, mb);
+  else out = rows_of(ja, pa).template block<RA, Dim>(0, 0, ma, Dim) * K * rows_of(jb, pb).template block<RB, Dim>(0, 0, mb, Dim).transpose();
 }
 
 template <class S, int Dim>
@@ -379,7 +390,7 @@ void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], co
   auto W = L::W(n);
   for (int i = 0; i < h; ++i) {
     const auto src = n.from[static_cast<std::size_t>(i)];
-    Y[i] = k_rows<MK, M>(*side[src.side], src.index, at[src.side], rows);
+    k_rows_into<MK, M>(Y[i], *side[src.side], src.index, at[src.side], rows);
     W.template block<M, MK>(0, L::o(n, i), M, Y[i].rows()).noalias() = Z_inverse * Y[i].transpose();
   }
   // K^C and b^C (paper 001, Eqs. 34-36); K is symmetric: fill j >= i and mirror.
@@ -392,7 +403,7 @@ void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], co
       const auto sj = n.from[static_cast<std::size_t>(j)];
       const auto mj = Y[j].rows();
       auto K = K_hat.template block<MK, MK>(L::o(n, i), L::o(n, j), mi, mj);
-      if (si.side == sj.side) K = k_rows<MK, MK>(*side[si.side], si.index, sj.index, rows);
+      if (si.side == sj.side) k_rows_into<MK, MK>(K, *side[si.side], si.index, sj.index, rows);
       else K.setZero();
       K.noalias() -= Y[i] * W.template block<M, MK>(0, L::o(n, j), M, mj);
       if (j != i) K_hat.template block<MK, MK>(L::o(n, j), L::o(n, i), mj, mi) = K.transpose();
