@@ -77,6 +77,7 @@ class AppliedLoads {
   const ExternalLoads* external_;
   bool model_gravity_only_;
   std::vector<double> angle_reference_;  // one slot per rotational spring, then per actuator
+  std::vector<double> mass_;             // the bodies' masses, read each evaluation without their large records
 };
 
 }  // namespace treedyn

@@ -25,7 +25,9 @@ AppliedLoads::AppliedLoads(const Model& model, const ExternalLoads* external)
       external_(external),
       model_gravity_only_(model.springs.empty() && model.rotational_springs.empty() && model.body_forces.empty() &&
                           model.body_torques.empty() && model.actuators.empty()),
-      angle_reference_(model.rotational_springs.size() + model.actuators.size(), 0.0) {
+      angle_reference_(model.rotational_springs.size() + model.actuators.size(), 0.0),
+      mass_(model.bodies.size()) {
+  for (std::size_t b = 0; b < model.bodies.size(); ++b) mass_[b] = model.bodies[b].mass;
   update_angle_references(initial_state(model));
 }
 
@@ -58,9 +60,8 @@ void AppliedLoads::add_joint_load(int joint, const CoordinateMeasure& m, double 
 }
 
 Vec6 AppliedLoads::weight(int body) const {
-  Vec6 w;
-  w << model_->bodies[static_cast<std::size_t>(body)].mass * model_->gravity, Vec3::Zero();
-  return w;
+  const Vec3 f = mass_[static_cast<std::size_t>(body)] * model_->gravity;
+  return Vec6(f.x(), f.y(), f.z(), 0.0, 0.0, 0.0);  // from its entries: copied by pairs
 }
 
 void AppliedLoads::evaluate(double t, const SystemState& state, std::vector<Vec6>& wrenches) const {

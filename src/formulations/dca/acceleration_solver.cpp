@@ -25,7 +25,9 @@ AccelerationSolver::AccelerationSolver(const Model& model, const Topology& topol
       F_e_(model.bodies.size()),
       J_inverse_(model.bodies.size()),
       inertia_(principal_inertias(model)),
+      mass_(model.bodies.size()),
       handle_offset_(model.bodies.size() + 1, 0) {
+  for (std::size_t b = 0; b < model.bodies.size(); ++b) mass_[b] = model.bodies[b].mass;
   for (int b = 0; b < model.body_count(); ++b)
     handle_offset_[static_cast<std::size_t>(b) + 1] = handle_offset_[static_cast<std::size_t>(b)] + core_.leaf(b).size();
   handle_l_.resize(static_cast<std::size_t>(handle_offset_.back()));
@@ -87,7 +89,7 @@ void AccelerationSolver::joint_rows(int j) {
 
 /// K and b of one body at its handles.
 void AccelerationSolver::leaf_coefficients(int b) {
-  const Body& body = model_.bodies[static_cast<std::size_t>(b)];
+  const double mass = mass_[static_cast<std::size_t>(b)];
   const BodyState& s = bodies_[static_cast<std::size_t>(b)];
   const PrincipalInertia& J = inertia_[static_cast<std::size_t>(b)];
   const Mat3 axes = J.axes(s.q);  // the body's principal axes, global
@@ -99,8 +101,8 @@ void AccelerationSolver::leaf_coefficients(int b) {
   auto& leaf = core_.leaf(b);
   const std::span<Vec3> l = handles_of(b);
   for (std::size_t h = 0; h < l.size(); ++h) l[h] = points_[static_cast<std::size_t>(leaf.handles[h])] - s.r;
-  mobility_rows<double, 6>(1.0 / body.mass, Ji, l, rows_, leaf);
-  const Vec3 a0 = F.head<3>() / body.mass, alpha0 = Ji * F.tail<3>();
+  mobility_rows<double, 6>(1.0 / mass, Ji, l, rows_, leaf);
+  const Vec3 a0 = F.head<3>() / mass, alpha0 = Ji * F.tail<3>();
   for (std::size_t h = 0; h < l.size(); ++h) {  // b_h = S(l_h)' M^-1 F_e + [w x (w x l_h); 0], in rows
     const Vec3 a_h = a0 + alpha0.cross(l[h]) + s.w.cross(s.w.cross(l[h]));
     const Vec6 b_h(a_h.x(), a_h.y(), a_h.z(), alpha0.x(), alpha0.y(), alpha0.z());  // from its entries: read by pairs
@@ -123,7 +125,7 @@ void AccelerationSolver::body_acceleration(int b) {
     moment += f.tail<3>() + l[h].cross(f.head<3>());
   }
   BodyState& s = bodies_[static_cast<std::size_t>(b)];
-  s.a = force / model_.bodies[static_cast<std::size_t>(b)].mass;
+  s.a = force / mass_[static_cast<std::size_t>(b)];
   s.alpha = J_inverse_[static_cast<std::size_t>(b)] * moment;
 }
 
