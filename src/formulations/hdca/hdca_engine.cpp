@@ -49,6 +49,9 @@ Engine<Kin>::Engine(const Model& model, const Topology& topology, const Assembly
   for (int b = 0; b < model.body_count(); ++b)
     handle_offset_[static_cast<std::size_t>(b) + 1] = handle_offset_[static_cast<std::size_t>(b)] + core_.leaf(b).size();
   handle_l_.assign(static_cast<std::size_t>(handle_offset_.back()), Point::Zero());
+  handle_joint_.reserve(handle_l_.size());
+  for (int b = 0; b < model.body_count(); ++b)
+    for (const int j : core_.leaf(b).handles) handle_joint_.push_back(j);
   handle_load_.assign(static_cast<std::size_t>(handle_offset_.back()), Vec::Zero());
 }
 
@@ -157,9 +160,9 @@ void Engine<Kin>::known_momentum(int b) {
   typename G::Load P;
   for (const Incidence& x : incidences_of(b)) G::add_shifted_load(P, x.sign, Hp_[static_cast<std::size_t>(x.k)], kin_.tree_point(x.k) - r);
   G::store(P, P_known_[static_cast<std::size_t>(b)]);
-  const auto& leaf = core_.leaf(b);
   const std::span<Point> l = handles_of(b);
-  for (std::size_t h = 0; h < l.size(); ++h) l[h] = handle_point(leaf.handles[h]) - r;
+  const int* joint = handle_joint_.data() + handle_offset_[static_cast<std::size_t>(b)];
+  for (std::size_t h = 0; h < l.size(); ++h) l[h] = handle_point(joint[h]) - r;
 }
 
 /// A tree joint: D' (V_c(o) - V_p(o)) = 0 (paper 001 Eq. 24); a loop-closing joint: its velocity

@@ -107,6 +107,9 @@ class Engine {
   std::vector<int> loop_joints_;
   std::vector<int> child_handle_;                   // per tree joint: handle index in its child's leaf
   std::vector<Point> handle_l_;                     // l_h of every body's handles, body after body
+  std::vector<int> handle_joint_;                   // their joints (as handle_l_): read in body order
+                                                    // without each leaf's record (a read from memory
+                                                    // a body on large trees)
   std::vector<Vec> handle_load_;                    // their loads G' lambda from the last solve (as handle_l_)
   std::vector<int> handle_offset_;
   std::vector<Rows> rows_;
