@@ -337,7 +337,8 @@ template <int RA, int RB, class Out>
   const JointRows<S, Dim>& jb = rows[static_cast<std::size_t>(c.handles[static_cast<std::size_t>(b)])];
   const bool pa = c.holds_p[static_cast<std::size_t>(a)] != 0, pb = c.holds_p[static_cast<std::size_t>(b)] != 0;
   if (ja.unit_rows && jb.unit_rows) out = (unit_sign(pa) * unit_sign(pb)) * K.template block<RA, RB>(0, 0, ma, mb);
-  else out = rows_of(ja, pa).template block<RA, Dim>(0, 0, ma, Dim) * K * rows_of(jb, pb).template block<RB, Dim>(0, 0, mb, Dim).transpose();
+  else  // into out itself, as k_rows' return value was made: out is the parent's, K and G the child's
+    out.noalias() = rows_of(ja, pa).template block<RA, Dim>(0, 0, ma, Dim) * K * rows_of(jb, pb).template block<RB, Dim>(0, 0, mb, Dim).transpose();
 }
 
 template <class S, int Dim>
