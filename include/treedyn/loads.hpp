@@ -24,6 +24,8 @@ class AppliedLoads {
   void evaluate(double t, const SystemState& state, std::vector<Vec6>& wrenches) const;
   /// Body i's weight [m g; 0], the part of its wrench that needs no other body's state.
   Vec6 weight(int body) const;
+  /// Body i's mass, from an array of the masses (not the model's large body records).
+  double mass(int body) const { return mass_[static_cast<std::size_t>(body)]; }
   /// True if gravity is the only load: then weight(i) is every body's whole applied wrench, and
   /// a formulation can compute it body by body (in its parallel passes) instead of evaluate().
   /// False while external loads are applied.

@@ -9,7 +9,7 @@
 //
 // Each replacement computes what the operation it replaces computes, element for element and
 // operation for operation (SUNDIALS' nvector_serial.c, with its special cases), so results are the
-// same bits: tests/test_integrators.cpp compares each with the library's own on random vectors.
+// same bits: tests/integrators/test_integrators.cpp compares each with the library's own on random vectors.
 // N_VLinearCombination had no fused operation (serial vectors are made with fused operations
 // off), so SUNDIALS scaled the first vector and added the others one N_VLinearSum at a time, a
 // pass over z per vector; the replacement does the same arithmetic in one pass.

@@ -60,7 +60,7 @@ void AppliedLoads::add_joint_load(int joint, const CoordinateMeasure& m, double 
 }
 
 Vec6 AppliedLoads::weight(int body) const {
-  const Vec3 f = mass_[static_cast<std::size_t>(body)] * model_->gravity;
+  const Vec3 f = mass(body) * model_->gravity;
   return Vec6(f.x(), f.y(), f.z(), 0.0, 0.0, 0.0);  // from its entries: copied by pairs
 }
 

@@ -25,9 +25,7 @@ AccelerationSolver::AccelerationSolver(const Model& model, const Topology& topol
       F_e_(model.bodies.size()),
       J_inverse_(model.bodies.size()),
       inertia_(principal_inertias(model)),
-      mass_(model.bodies.size()),
       handle_offset_(model.bodies.size() + 1, 0) {
-  for (std::size_t b = 0; b < model.bodies.size(); ++b) mass_[b] = model.bodies[b].mass;
   for (int b = 0; b < model.body_count(); ++b)
     handle_offset_[static_cast<std::size_t>(b) + 1] = handle_offset_[static_cast<std::size_t>(b)] + core_.leaf(b).size();
   handle_l_.resize(static_cast<std::size_t>(handle_offset_.back()));
@@ -89,7 +87,7 @@ void AccelerationSolver::joint_rows(int j) {
 
 /// K and b of one body at its handles.
 void AccelerationSolver::leaf_coefficients(int b) {
-  const double mass = mass_[static_cast<std::size_t>(b)];
+  const double mass = loads_.mass(b);
   const BodyState& s = bodies_[static_cast<std::size_t>(b)];
   const PrincipalInertia& J = inertia_[static_cast<std::size_t>(b)];
   const Mat3 axes = J.axes(s.q);  // the body's principal axes, global
@@ -125,7 +123,7 @@ void AccelerationSolver::body_acceleration(int b) {
     moment += f.tail<3>() + l[h].cross(f.head<3>());
   }
   BodyState& s = bodies_[static_cast<std::size_t>(b)];
-  s.a = force / mass_[static_cast<std::size_t>(b)];
+  s.a = force / loads_.mass(b);
   s.alpha = J_inverse_[static_cast<std::size_t>(b)] * moment;
 }
 

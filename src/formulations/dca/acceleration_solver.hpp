@@ -71,7 +71,6 @@ class AccelerationSolver {
   std::vector<Vec6> wrenches_, F_e_;
   std::vector<Mat3> J_inverse_;           // global (per evaluation)
   std::vector<PrincipalInertia> inertia_;  // body frame, in principal axes (constant)
-  std::vector<double> mass_;               // the bodies' masses, apart from the model's large records
   std::vector<Vec3> handle_l_;                     // l_h of every body's handles, body after body
   std::vector<int> handle_offset_;                 // where each body's l_h start
   std::span<Vec3> handles_of(int b);
