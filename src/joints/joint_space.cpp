@@ -3,9 +3,13 @@
 #include "joint_kinematics.hpp"
 #include "treedyn/errors.hpp"
 
+#include <array>
+#include <bit>
 #include <cassert>
+#include <cstdint>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <sstream>
 
 namespace treedyn {
@@ -22,20 +26,22 @@ using namespace joint_kinematics;
 }
 
 /// A tree joint's child pose and the joint's point, H and D, from its parent's pose and q.
-[[gnu::always_inline]] inline void place_joint(const TreeJoint& t, const double* q, SystemState& bodies, JointMotion& m) {
+/// `rotations`: JointSpace::rotations(), where t's turned frames' rotations are.
+[[gnu::always_inline]] inline void place_joint(const TreeJoint& t, const Mat3* rotations, const double* q, SystemState& bodies,
+                                               JointMotion& m) {
   const BodyState& P = state_of(bodies, t.parent);
   BodyState& C = bodies[static_cast<std::size_t>(t.child)];
   const Mat3 A_P = P.q.toRotationMatrix();
-  const Mat3 Fp = t.parent_turned ? Mat3(A_P * t.parent_frame.rotation) : A_P;  // frame_pose(P, parent_frame)
+  const Mat3 Fp = t.parent_turned() ? Mat3(A_P * rotations[t.parent_rotation]) : A_P;  // frame_pose(P, parent_frame)
   Mat3 R;
   Vec3 p;
   relative_transform(t.type, q + t.q_offset, R, p);
   const Mat3 Fc = Fp * R;
-  Vec3 o = P.r + A_P * t.parent_frame.origin;
+  Vec3 o = P.r + A_P * t.parent_origin;
   if (t.translates) o += Fp * p;  // else p = 0
-  const Mat3 A_C = t.child_turned ? Mat3(Fc * t.child_frame.rotation.transpose()) : Fc;
+  const Mat3 A_C = t.child_turned() ? Mat3(Fc * rotations[t.child_rotation].transpose()) : Fc;
   C.q = Quat(A_C).normalized();
-  C.r = o - A_C * t.child_frame.origin;
+  C.r = o - A_C * t.child_origin;
   m.point = o;
   m.nv = t.nv;
   subspaces(t.type, Fp, Fc, m.HD);
@@ -84,12 +90,25 @@ int joint_nq(JointType type) {
 
 JointSpace::JointSpace(const Model& model, const Topology& topology)
     : model_(&model), tree_joint_of_(static_cast<std::size_t>(model.body_count()), -1) {
-  auto add = [&](TreeJoint t) {
+  // Each distinct rotation is held once: a generated chain's or an imported robot's frames repeat.
+  // Distinct by their bits, so that a frame is multiplied by exactly the numbers it was given.
+  std::map<std::array<std::uint64_t, 9>, int> index_of;
+  auto rotation_index = [&](const Mat3& rotation) {
+    if (rotation == Mat3::Identity()) return -1;
+    std::array<std::uint64_t, 9> bits;
+    for (int i = 0; i < 9; ++i) bits[static_cast<std::size_t>(i)] = std::bit_cast<std::uint64_t>(rotation.data()[i]);
+    const auto [at, added] = index_of.try_emplace(bits, static_cast<int>(rotations_.size()));
+    if (added) rotations_.push_back(rotation);
+    return at->second;
+  };
+  auto add = [&](TreeJoint t, const Frame& parent_frame, const Frame& child_frame) {
     t.nq = joint_nq(t.type);
     t.nv = joint_nv(t.type);
     t.child_axes = child_axes(t.type);
-    t.parent_turned = t.parent_frame.rotation != Mat3::Identity();
-    t.child_turned = t.child_frame.rotation != Mat3::Identity();
+    t.parent_origin = parent_frame.origin;
+    t.child_origin = child_frame.origin;
+    t.parent_rotation = rotation_index(parent_frame.rotation);
+    t.child_rotation = rotation_index(child_frame.rotation);
     t.unit_constraints = unit_constraint_subspace(t.type);
     t.translates = translating(t.type);
     t.q_offset = nq_;
@@ -104,8 +123,9 @@ JointSpace::JointSpace(const Model& model, const Topology& topology)
     t.type = JointType::Free;
     t.parent = kGround;
     t.child = body;
-    add(t);
+    add(t, Frame{}, Frame{});
   };
+  tree_.reserve(topology.tree_joints().size() + topology.floating_subsystems().size());  // each virtual root is one's
   for (int j : topology.tree_joints()) {
     const Joint& joint = model.joints[static_cast<std::size_t>(j)];
     TreeJoint t;
@@ -115,31 +135,42 @@ JointSpace::JointSpace(const Model& model, const Topology& topology)
     t.child = child;
     t.parent = topology.tree_parent_of(child);
     t.reversed = child != joint.child;
-    t.parent_frame = t.reversed ? joint.child_frame : joint.parent_frame;
-    t.child_frame = t.reversed ? joint.parent_frame : joint.child_frame;
+    Frame parent_frame = t.reversed ? joint.child_frame : joint.parent_frame;
+    Frame child_frame = t.reversed ? joint.parent_frame : joint.child_frame;
     if (t.reversed && t.type == JointType::Universal) {
-      t.parent_frame.rotation *= universal_swap();
-      t.child_frame.rotation *= universal_swap();
+      parent_frame.rotation *= universal_swap();
+      child_frame.rotation *= universal_swap();
     }
     if (t.parent != kGround && tree_joint_of_[static_cast<std::size_t>(t.parent)] < 0) add_virtual_root(t.parent);
-    add(t);
+    add(t, parent_frame, child_frame);
   }
   for (const auto& subsystem : topology.floating_subsystems())  // a body with no joint at all
     if (tree_joint_of_[static_cast<std::size_t>(subsystem.front())] < 0) add_virtual_root(subsystem.front());
+}
+
+Frame JointSpace::parent_frame(int k) const {
+  const TreeJoint& t = tree_.at(static_cast<std::size_t>(k));
+  return {t.parent_origin, t.parent_turned() ? rotations_[static_cast<std::size_t>(t.parent_rotation)] : Mat3::Identity()};
+}
+
+Frame JointSpace::child_frame(int k) const {
+  const TreeJoint& t = tree_.at(static_cast<std::size_t>(k));
+  return {t.child_origin, t.child_turned() ? rotations_[static_cast<std::size_t>(t.child_rotation)] : Mat3::Identity()};
 }
 
 void JointSpace::coordinates(const SystemState& state, Eigen::VectorXd& q, Eigen::VectorXd& v, double tolerance) const {
   q.setZero(nq_);
   v.setZero(nv_);
   const bool check = tolerance < std::numeric_limits<double>::infinity();
-  for (const TreeJoint& t : tree_) {
+  for (std::size_t k = 0; k < tree_.size(); ++k) {
+    const TreeJoint& t = tree_[k];
     auto who = [&] {
       return t.joint >= 0 ? "joint '" + model_->joints[static_cast<std::size_t>(t.joint)].name + "'"
                           : "the free-floating body '" + model_->body_name(t.child) + "'";
     };
     const BodyState& P = state_of(state, t.parent);
     const BodyState& C = state_of(state, t.child);
-    const FramePose fp = frame_pose(P, t.parent_frame), fc = frame_pose(C, t.child_frame);
+    const FramePose fp = frame_pose(P, parent_frame(static_cast<int>(k))), fc = frame_pose(C, child_frame(static_cast<int>(k)));
     const Mat3 R_rel = fp.R.transpose() * fc.R;
     const Vec3 p_rel = fp.R.transpose() * (fc.o - fp.o);
     double* qj = q.data() + t.q_offset;
@@ -168,14 +199,14 @@ void JointSpace::forward_kinematics(const Eigen::Ref<const Eigen::VectorXd>& q, 
                                     SystemState& bodies, std::vector<JointMotion>& motion) const {
   motion.resize(tree_.size());
   for (std::size_t k = 0; k < tree_.size(); ++k) {  // a parent is placed and moved before its children
-    place_joint(tree_[k], q.data(), bodies, motion[k]);
+    place_joint(tree_[k], rotations_.data(), q.data(), bodies, motion[k]);
     move_joint(tree_[k], v.data(), bodies, motion[k]);
   }
 }
 
 void JointSpace::place(const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, std::vector<JointMotion>& motion) const {
   motion.resize(tree_.size());
-  for (std::size_t k = 0; k < tree_.size(); ++k) place_joint(tree_[k], q.data(), bodies, motion[k]);
+  for (std::size_t k = 0; k < tree_.size(); ++k) place_joint(tree_[k], rotations_.data(), q.data(), bodies, motion[k]);
 }
 
 void JointSpace::move(const Eigen::Ref<const Eigen::VectorXd>& v, SystemState& bodies, std::vector<JointMotion>& motion) const {

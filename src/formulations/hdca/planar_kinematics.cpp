@@ -87,15 +87,16 @@ PlanarKinematics<S>::PlanarKinematics(const Model& model, const Topology& topolo
   for (std::size_t k = 0; k < joints_.tree().size(); ++k) {
     const TreeJoint& t = joints_.tree()[k];
     TreeGeometry& g = tree_geometry_[k];
-    const auto [phi_P, sign] = planar_angle(t.parent_frame.rotation);
-    g.s_P = t.parent_frame.origin.head<2>().cast<S>();
-    g.s_C = t.child_frame.origin.head<2>().cast<S>();
+    const Frame parent_frame = joints_.parent_frame(static_cast<int>(k)), child_frame = joints_.child_frame(static_cast<int>(k));
+    const auto [phi_P, sign] = planar_angle(parent_frame.rotation);
+    g.s_P = parent_frame.origin.head<2>().cast<S>();
+    g.s_C = child_frame.origin.head<2>().cast<S>();
     g.phi_P = S(phi_P);
-    g.phi_C = S(planar_angle(t.child_frame.rotation).first);
+    g.phi_C = S(planar_angle(child_frame.rotation).first);
     g.sign = S(sign);
     g.revolute = t.type == JointType::Revolute;
-    g.a_P = t.parent_frame.rotation.col(2).head<2>().cast<S>();
-    g.c = S(planar_angle(t.parent_frame.rotation * t.child_frame.rotation.transpose()).first);
+    g.a_P = parent_frame.rotation.col(2).head<2>().cast<S>();
+    g.c = S(planar_angle(parent_frame.rotation * child_frame.rotation.transpose()).first);
     const bool revolute = g.revolute;
     H_[k].setZero(3, 1);
     D_[k].setZero(3, 2);
