@@ -73,7 +73,6 @@ class ResultWriter : public SampleSink {
     std::FILE* file = nullptr;
     long good = 0;                 // bytes of whole rows written and flushed
     std::size_t columns = 0;       // in the header
-    std::vector<double> row;       // the row being written (reused)
     std::string text;              // CSV text on its way to the file, a piece at a time (reused)
     int error = 0;                 // the system's error of the first write that failed, if any
   };

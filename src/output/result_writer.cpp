@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <bit>
 #include <charconv>
 #include <initializer_list>
@@ -61,7 +62,6 @@ void remove_earlier_outputs(const fs::path& directory) {
   for (const char* name : {"columns.json", "summary.json", "plots.gp", "model.json", "viewer.html"}) fs::remove(directory / name, ignored);
 }
 
-void put(std::vector<double>& row, const Vec3& v) { row.insert(row.end(), {v.x(), v.y(), v.z()}); }
 
 /// NumPy's .npy header (format 1.0) for a C-ordered float64 matrix of `rows` x `columns`, padded
 /// to kNpyHeaderBytes so that it can be rewritten in place as rows are added.
@@ -117,6 +117,60 @@ void append_number(std::string& text, double value) {
   const auto [end, error] = std::to_chars(digits, digits + sizeof digits, value, std::chars_format::general, 12);
   text.append(digits, error == std::errc() ? end : digits);
 }
+
+/// One row of a file, written value by value as the sample is read: no row of the model's size is
+/// held (at 65,536 bodies the three rows of doubles were 280 bytes a body). A row shorter than the
+/// header (reactions that came and went) is padded with NaN, a longer one cut to the header's
+/// columns; CSV text goes to the file in pieces of kTextPiece, a .npy row in blocks of doubles.
+class RowStream {
+ public:
+  RowStream(std::string& text, std::FILE* file, int& error, std::size_t columns, bool csv)
+      : text_(text), file_(file), error_(error), columns_(columns), csv_(csv) {
+    text_.clear();
+  }
+  RowStream(const RowStream&) = delete;
+  RowStream& operator=(const RowStream&) = delete;
+
+  void operator()(double value) {
+    if (count_ == columns_) return;
+    if (csv_) {
+      if (count_ > 0) text_ += ',';
+      append_number(text_, value);
+      flush_text(text_, file_, kTextPiece, error_);
+    } else {
+      block_[held_++] = value;
+      if (held_ == block_.size()) write_block();
+    }
+    ++count_;
+  }
+  void operator()(const Vec3& v) {
+    (*this)(v.x());
+    (*this)(v.y());
+    (*this)(v.z());
+  }
+  /// Pads the row to the header's columns and ends it.
+  void finish() {
+    while (count_ < columns_) (*this)(std::numeric_limits<double>::quiet_NaN());
+    if (csv_) {
+      text_ += '\n';
+      flush_text(text_, file_, 0, error_);
+    } else {
+      write_block();
+    }
+  }
+
+ private:
+  void write_block() {
+    std::fwrite(block_.data(), sizeof(double), held_, file_);
+    held_ = 0;
+  }
+  std::string& text_;
+  std::FILE* file_;
+  int& error_;
+  std::size_t columns_, count_ = 0, held_ = 0;
+  bool csv_;
+  std::array<double, 512> block_;
+};
 
 }  // namespace
 
@@ -199,7 +253,6 @@ bool ResultWriter::restart() {
     o.good = 0;
     o.error = 0;
     o.columns = 0;
-    o.row.clear();
   }
   headers_written_ = false;
   received_ = rows_ = 0;
@@ -275,7 +328,6 @@ void ResultWriter::write_headers(bool with_reactions, bool with_efforts) {
       const std::string header = npy_header(0, o.columns);
       std::fwrite(header.data(), 1, header.size(), o.file);
     }
-    o.row.reserve(o.columns);
   }
   if (format_ == OutputFormat::Npy) {  // the columns' names, which a .npy file cannot hold
     nlohmann::ordered_json json;
@@ -305,51 +357,42 @@ void ResultWriter::write_row(const Snapshot& s, const MetricsSample& m, const So
   if (!headers_written_)
     write_headers(s.reactions.size() == model_.joints.size() && !model_.joints.empty(),
                   s.driver_efforts.size() == model_.drivers.size() && !model_.drivers.empty());
-  std::vector<double>& trajectory = out_[0].row;
-  std::vector<double>& metrics = out_[1].row;
-  trajectory.assign(1, s.t);
+  const bool csv = format_ == OutputFormat::Csv;
+  auto row_of = [&](Output& o) { return RowStream(o.text, o.file, o.error, o.columns, csv); };
+  RowStream trajectory = row_of(out_[0]);
+  trajectory(s.t);
   for (const BodyState& b : s.bodies) {
-    put(trajectory, b.r);
-    trajectory.insert(trajectory.end(), {b.q.w(), b.q.x(), b.q.y(), b.q.z()});
-    put(trajectory, b.v);
-    put(trajectory, b.w);
+    trajectory(b.r);
+    for (double x : {b.q.w(), b.q.x(), b.q.y(), b.q.z()}) trajectory(x);
+    trajectory(b.v);
+    trajectory(b.w);
   }
-  metrics.assign({s.t, m.kinetic, m.potential, m.total, m.work_nonconservative, m.energy_drift, m.max.position, m.max.velocity,
-                  m.max.acceleration, static_cast<double>(stats.steps), static_cast<double>(stats.rhs_evaluations),
-                  static_cast<double>(stats.newton_iterations)});
-  for (const ConstraintErrors& e : m.joints) metrics.insert(metrics.end(), {e.position, e.velocity, e.acceleration});
+  trajectory.finish();
+  RowStream metrics = row_of(out_[1]);
+  for (double x : {s.t, m.kinetic, m.potential, m.total, m.work_nonconservative, m.energy_drift, m.max.position, m.max.velocity,
+                   m.max.acceleration, static_cast<double>(stats.steps), static_cast<double>(stats.rhs_evaluations),
+                   static_cast<double>(stats.newton_iterations)})
+    metrics(x);
+  for (const ConstraintErrors& e : m.joints) metrics(e.position), metrics(e.velocity), metrics(e.acceleration);
   if (with_reactions_)
-    for (const JointReaction& r : s.reactions) put(metrics, r.force), put(metrics, r.torque);
-  if (with_efforts_) metrics.insert(metrics.end(), s.driver_efforts.begin(), s.driver_efforts.end());
-  for (const AppliedLoads::ElementLoad& e : m.elements) metrics.insert(metrics.end(), {e.coordinate, e.load});
+    for (const JointReaction& r : s.reactions) metrics(r.force), metrics(r.torque);
+  if (with_efforts_)
+    for (double effort : s.driver_efforts) metrics(effort);
+  for (const AppliedLoads::ElementLoad& e : m.elements) metrics(e.coordinate), metrics(e.load);
+  metrics.finish();
   if (coordinates_) {
-    std::vector<double>& joints = out_[2].row;
-    joints.assign(1, s.t);
-    joints.insert(joints.end(), q_.data(), q_.data() + q_.size());
-    joints.insert(joints.end(), qd_.data(), qd_.data() + qd_.size());
+    RowStream joints = row_of(out_[2]);
+    joints(s.t);
+    for (double x : q_) joints(x);
+    for (double x : qd_) joints(x);
     if (with_reactions_)
       for (std::size_t j = 0; j < model_.joints.size(); ++j) {
         const Joint& joint = model_.joints[j];
         const Mat3 axes = state_of(s.bodies, joint.child).q.toRotationMatrix() * joint.child_frame.rotation;  // joint frame -> world
-        put(joints, Vec3(axes.transpose() * s.reactions[j].force));
-        put(joints, Vec3(axes.transpose() * s.reactions[j].torque));
+        joints(Vec3(axes.transpose() * s.reactions[j].force));
+        joints(Vec3(axes.transpose() * s.reactions[j].torque));
       }
-  }
-  for (Output& o : out_) {
-    if (o.row.size() != o.columns)  // a sample unlike the first (reactions that came and went)
-      o.row.resize(o.columns, std::numeric_limits<double>::quiet_NaN());
-    if (format_ == OutputFormat::Csv) {
-      o.text.clear();
-      for (std::size_t i = 0; i < o.row.size(); ++i) {
-        if (i > 0) o.text += ',';
-        append_number(o.text, o.row[i]);
-        flush_text(o.text, o.file, kTextPiece, o.error);
-      }
-      o.text += '\n';
-      flush_text(o.text, o.file, 0, o.error);
-    } else {
-      std::fwrite(o.row.data(), sizeof(double), o.row.size(), o.file);
-    }
+    joints.finish();
   }
   check_rows(rows_ + 1);
   ++rows_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -202,6 +203,78 @@ TEST(Simulation, CsvCellsAreWhatPrintfWritesWithTwelveDigits) {
   EXPECT_TRUE(row == wanted) << "the first difference at character "
                              << std::mismatch(row.begin(), row.end(), wanted.begin(), wanted.end()).first - row.begin();
   EXPECT_EQ(header.substr(0, 30), "t [s],link1.x [m],link1.y [m],");
+}
+
+// A row is written value by value as the sample is read (no row of the model's size is held):
+// a sample without the first one's reactions is padded with NaN to the header's columns, and a
+// .npy row longer than the writer's blocks holds exactly the doubles given, in order.
+TEST(Simulation, RowsArePaddedToTheHeaderAndNpyRowsHoldTheExactDoubles) {
+  const Model m = make_chain(3000, JointType::Spherical);  // a trajectory row of 39,001 doubles
+  Snapshot first;
+  first.bodies = initial_state(m);
+  for (std::size_t i = 0; i < first.bodies.size(); ++i) first.bodies[i].v = Vec3(1.0 / (1.0 + static_cast<double>(i)), -0.0, 1e-300);
+  first.reactions.assign(m.joints.size(), JointReaction{Vec3(1, 2, 3), Vec3(4, 5, 6)});
+  Snapshot second = first;
+  second.t = 0.5;
+  second.reactions.clear();  // reactions that came and went
+  MetricsSample metrics;
+  metrics.joints.assign(m.joints.size(), ConstraintErrors{1.0 / 7.0, 2e-17, 3.0});
+  for (const OutputFormat format : {OutputFormat::Csv, OutputFormat::Npy}) {
+    const bool csv = format == OutputFormat::Csv;
+    const std::string dir = ::testing::TempDir() + (csv ? "/treedyn_rows_csv" : "/treedyn_rows_npy");
+    std::filesystem::remove_all(dir);
+    {
+      ResultWriter writer(m, dir, nullptr, format);
+      writer.write(first, metrics, {});
+      writer.write(second, metrics, {});
+      writer.finish(SimulationResult{});
+    }
+    // metrics: 12 scalars, then 3 errors and 6 reaction components a joint
+    const std::size_t columns = 12 + 9 * m.joints.size(), reaction = 12 + 3 * m.joints.size();
+    std::vector<std::vector<double>> metric_rows, trajectory_rows;
+    auto read_rows = [&](const std::string& name, std::size_t width, std::vector<std::vector<double>>& rows) {
+      if (csv) {
+        std::ifstream in(dir + "/" + name + ".csv");
+        std::string line;
+        std::getline(in, line);  // the header
+        EXPECT_EQ(static_cast<std::size_t>(std::count(line.begin(), line.end(), ',')) + 1, width) << name;
+        while (std::getline(in, line)) {
+          std::vector<double> row;
+          std::stringstream cells(line);
+          for (std::string cell; std::getline(cells, cell, ',');) row.push_back(cell == "nan" ? std::nan("") : std::stod(cell));
+          rows.push_back(row);
+        }
+        return;
+      }
+      std::ifstream in(dir + "/" + name + ".npy", std::ios::binary);
+      const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::size_t header = 10 + static_cast<unsigned char>(bytes[8]) + 256u * static_cast<unsigned char>(bytes[9]);
+      ASSERT_EQ((bytes.size() - header) % (8 * width), 0u) << name;
+      for (std::size_t at = header; at < bytes.size(); at += 8 * width) {
+        std::vector<double> row(width);
+        std::memcpy(row.data(), bytes.data() + at, 8 * width);
+        rows.push_back(row);
+      }
+    };
+    read_rows("metrics", columns, metric_rows);
+    read_rows("trajectory", 1 + 13 * m.bodies.size(), trajectory_rows);
+    ASSERT_EQ(metric_rows.size(), 2u);
+    ASSERT_EQ(trajectory_rows.size(), 2u);
+    for (const auto& row : metric_rows) ASSERT_EQ(row.size(), columns);
+    EXPECT_EQ(metric_rows[0][reaction], 1.0);
+    EXPECT_EQ(metric_rows[0][columns - 1], 6.0);
+    for (std::size_t c = reaction; c < columns; ++c) EXPECT_TRUE(std::isnan(metric_rows[1][c])) << c;
+    EXPECT_EQ(metric_rows[1][reaction - 1], 3.0);  // the last joint's acceleration error, before the padding
+    if (csv) continue;  // the CSV's digits are checked above (CsvCellsAreWhatPrintfWritesWithTwelveDigits)
+    for (std::size_t i = 0; i < first.bodies.size(); ++i) {
+      const BodyState& b = first.bodies[i];
+      const double* cell = trajectory_rows[0].data() + 1 + 13 * i;
+      EXPECT_EQ(cell[7], b.v.x()) << i;
+      EXPECT_TRUE(std::signbit(cell[8]) && cell[8] == 0.0) << i;  // -0.0 kept
+      EXPECT_EQ(cell[9], 1e-300) << i;
+    }
+    EXPECT_EQ(trajectory_rows[1][0], 0.5);
+  }
 }
 
 TEST(Metrics, KineticEnergyOfARotatingBody) {
