@@ -48,7 +48,10 @@ class CoordinateMap {
     JointType type = JointType::Free;
     int joint = -1;                  // model joint index; -1 for a floating body's free joint
     int parent = kGround, child = 0; // the model joint's bodies (floating: ground and the body)
-    Frame parent_frame, child_frame;
+    // The joint's frames (parent_frame(), child_frame()): origins here, rotations in the map's
+    // RotationTable (-1: the identity), each distinct one held once.
+    Vec3 parent_origin = Vec3::Zero(), child_origin = Vec3::Zero();
+    int parent_rotation = -1, child_rotation = -1;
     int q_offset = 0, nq = 0, v_offset = 0, nv = 0;
     bool loop = false;               // closes a loop: not used to place bodies
   };
@@ -58,6 +61,9 @@ class CoordinateMap {
   int body_count() const { return static_cast<int>(body_names_.size()); }
   const std::string& body_name(int body) const { return body_names_[static_cast<std::size_t>(body)]; }
   const std::vector<Entry>& entries() const { return entries_; }
+  /// An entry's frames on its parent and child (a floating body's: the bodies' own frames).
+  Frame parent_frame(const Entry& e) const { return {e.parent_origin, rotations_.at(e.parent_rotation)}; }
+  Frame child_frame(const Entry& e) const { return {e.child_origin, rotations_.at(e.child_rotation)}; }
   /// The entry of a joint, or of a floating body's free joint, by name. Throws
   /// std::invalid_argument naming the unknown name.
   const Entry& entry(const std::string& name) const;
@@ -99,6 +105,7 @@ class CoordinateMap {
 
  private:
   std::vector<Entry> entries_;
+  RotationTable rotations_;
   std::vector<int> placement_;        // entries that place a body, parents before children
   std::vector<char> reversed_;        // per entry: placed from its child to its parent
   /// The entry holding entry i of q (rates: false) or of qd (true), and i's place in it.

@@ -31,6 +31,9 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <array>
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -59,14 +62,33 @@ void subspace_project(const Subspace& H, int nv, const Vec& V, Out&& out) {
   for (int c = 0; c < nv; ++c) out(c) = H.col(c).dot(V);
 }
 
+/// Distinct frame rotations, each held once: a generated chain's or an imported robot's joint frames
+/// repeat, and a joint's record then holds an index where it held two 3 x 3 matrices. Compared by
+/// their bits, so that a frame is multiplied by exactly the numbers it was given.
+class RotationTable {
+ public:
+  /// The index of `rotation`, added if new; -1 for exactly the identity.
+  int index_of(const Mat3& rotation);
+  /// The rotation at `index` (the identity for -1).
+  Mat3 at(int index) const { return index < 0 ? Mat3::Identity() : rotations_[static_cast<std::size_t>(index)]; }
+  const Mat3* data() const { return rotations_.data(); }
+  int size() const { return static_cast<int>(rotations_.size()); }
+  /// Drops the lookup index_of() builds; the rotations stay.
+  void seal() { lookup_.clear(); }
+
+ private:
+  std::vector<Mat3> rotations_;
+  std::map<std::array<std::uint64_t, 9>, int> lookup_;
+};
+
 struct TreeJoint {
   int joint = -1;  // model joint, or -1 for a virtual free joint
   JointType type = JointType::Free;
   int parent = kGround, child = 0;  // tree parent (towards ground) and tree child bodies
   bool reversed = false;            // the model joint points from the tree child to the tree parent
-  // The origins of the tree joint's frames on its parent and child; their rotations are held by the
-  // JointSpace (JointSpace::parent_frame(), child_frame()), and only where they are not exactly the
-  // identity: a chain of spherical joints reads 96 bytes a joint in every sweep instead of 240.
+  // The origins of the tree joint's frames on its parent and child; their rotations are in the
+  // JointSpace's RotationTable (JointSpace::parent_frame(), child_frame()): a chain of spherical
+  // joints reads 104 bytes a joint in every sweep instead of 240.
   Vec3 parent_origin = Vec3::Zero(), child_origin = Vec3::Zero();
   int q_offset = 0, nq = 0, v_offset = 0, nv = 0;
   unsigned child_axes = 0;          // bit c set: column c of H is fixed in the child (else in the parent)
@@ -110,7 +132,7 @@ class JointSpace {
   Frame parent_frame(int k) const;
   Frame child_frame(int k) const;
   /// The frames' rotations that are not the identity (TreeJoint::parent_rotation, child_rotation).
-  const std::vector<Mat3>& rotations() const { return rotations_; }
+  const RotationTable& rotations() const { return rotations_; }
 
   /// Coordinates of an absolute state. Throws ModelError naming the joint if the state violates
   /// a tree joint (position or velocity) by more than `tolerance`; an infinite tolerance skips
@@ -149,7 +171,7 @@ class JointSpace {
  private:
   const Model* model_;
   std::vector<TreeJoint> tree_;
-  std::vector<Mat3> rotations_;  // the frames' rotations that are not the identity
+  RotationTable rotations_;  // the frames' rotations that are not the identity
   std::vector<int> tree_joint_of_;
   int nq_ = 0, nv_ = 0;
 };

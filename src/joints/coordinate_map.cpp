@@ -74,8 +74,10 @@ CoordinateMap::CoordinateMap(const Model& model, const Topology& topology) {
     e.joint = j;
     e.parent = joint.parent;
     e.child = joint.child;
-    e.parent_frame = joint.parent_frame;
-    e.child_frame = joint.child_frame;
+    e.parent_origin = joint.parent_frame.origin;
+    e.child_origin = joint.child_frame.origin;
+    e.parent_rotation = rotations_.index_of(joint.parent_frame.rotation);
+    e.child_rotation = rotations_.index_of(joint.child_frame.rotation);
     entry_of_joint[static_cast<std::size_t>(j)] = static_cast<int>(entries_.size());
     add(std::move(e));
   }
@@ -95,6 +97,7 @@ CoordinateMap::CoordinateMap(const Model& model, const Topology& topology) {
     reversed_[static_cast<std::size_t>(k)] = topology.tree_joint_of(joint.child) != j;
     placement_.push_back(k);
   }
+  rotations_.seal();
 }
 
 std::pair<const CoordinateMap::Entry*, int> CoordinateMap::locate(int i, bool rate) const {
@@ -153,7 +156,7 @@ void CoordinateMap::measure(const SystemState& bodies, Eigen::Ref<Eigen::VectorX
   for (const Entry& e : entries_) {
     const BodyState& P = state_of(bodies, e.parent);
     const BodyState& C = state_of(bodies, e.child);
-    const FramePose fp = frame_pose(P, e.parent_frame), fc = frame_pose(C, e.child_frame);
+    const FramePose fp = frame_pose(P, parent_frame(e)), fc = frame_pose(C, child_frame(e));
     double* qe = q.data() + e.q_offset;
     coordinates_of(e.type, fp.R.transpose() * fc.R, fp.R.transpose() * (fc.o - fp.o), qe);
     if (reference)
@@ -171,8 +174,8 @@ void CoordinateMap::track_angles(const SystemState& bodies, Eigen::VectorXd& ref
   for (const Entry& e : entries_) {
     const unsigned angles = angle_entries(e.type);
     if (!angles) continue;
-    const FramePose fp = frame_pose(state_of(bodies, e.parent), e.parent_frame);
-    const FramePose fc = frame_pose(state_of(bodies, e.child), e.child_frame);
+    const FramePose fp = frame_pose(state_of(bodies, e.parent), parent_frame(e));
+    const FramePose fc = frame_pose(state_of(bodies, e.child), child_frame(e));
     coordinates_of(e.type, fp.R.transpose() * fc.R, fp.R.transpose() * (fc.o - fp.o), q);
     for (unsigned bits = angles, k = 0; bits; bits >>= 1, ++k)
       if (bits & 1u) {
@@ -194,12 +197,12 @@ void CoordinateMap::place(const Eigen::Ref<const Eigen::VectorXd>& q, const Eige
     if (!reversed_[static_cast<std::size_t>(k)]) {  // the child from its parent
       const BodyState& P = state_of(out, e.parent);
       BodyState& C = out[static_cast<std::size_t>(e.child)];
-      const FramePose fp = frame_pose(P, e.parent_frame);
+      const FramePose fp = frame_pose(P, parent_frame(e));
       const Mat3 Fc = fp.R * R;
       const Vec3 o = fp.o + fp.R * p;
-      const Mat3 A = Fc * e.child_frame.rotation.transpose();
+      const Mat3 A = Fc * child_frame(e).rotation.transpose();
       C.q = Quat(A).normalized();
-      C.r = o - A * e.child_frame.origin;
+      C.r = o - A * child_frame(e).origin;
       motion_subspace(e.type, fp.R, Fc, H);
       const Vec6 Hv = H * qd.segment(e.v_offset, e.nv);
       C.w = P.w + Hv.tail<3>();
@@ -207,12 +210,12 @@ void CoordinateMap::place(const Eigen::Ref<const Eigen::VectorXd>& q, const Eige
     } else {  // the parent from its child: Fp = Fc R', o_p = o_c - Fp p; V_P(o) = V_C(o) - H qd
       const BodyState& C = state_of(out, e.child);
       BodyState& P = out[static_cast<std::size_t>(e.parent)];
-      const FramePose fc = frame_pose(C, e.child_frame);
+      const FramePose fc = frame_pose(C, child_frame(e));
       const Mat3 Fp = fc.R * R.transpose();
       const Vec3 o = fc.o;
-      const Mat3 A = Fp * e.parent_frame.rotation.transpose();
+      const Mat3 A = Fp * parent_frame(e).rotation.transpose();
       P.q = Quat(A).normalized();
-      P.r = (o - Fp * p) - A * e.parent_frame.origin;
+      P.r = (o - Fp * p) - A * parent_frame(e).origin;
       motion_subspace(e.type, Fp, fc.R, H);
       const Vec6 Hv = H * qd.segment(e.v_offset, e.nv);
       P.w = C.w - Hv.tail<3>();
@@ -231,7 +234,7 @@ void CoordinateMap::add_effort_wrenches(const SystemState& bodies, const Eigen::
     if ((tau.array() == 0.0).all()) continue;
     const BodyState& P = state_of(bodies, e.parent);
     const BodyState& C = state_of(bodies, e.child);
-    const FramePose fp = frame_pose(P, e.parent_frame), fc = frame_pose(C, e.child_frame);
+    const FramePose fp = frame_pose(P, parent_frame(e)), fc = frame_pose(C, child_frame(e));
     motion_subspace(e.type, fp.R, fc.R, H);
     const Vec6 W = H * tau;  // [force; moment about o], o the child frame's origin
     const Vec3 F = W.head<3>(), M = W.tail<3>();

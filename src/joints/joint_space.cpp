@@ -3,13 +3,10 @@
 #include "joint_kinematics.hpp"
 #include "treedyn/errors.hpp"
 
-#include <array>
 #include <bit>
 #include <cassert>
-#include <cstdint>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <sstream>
 
 namespace treedyn {
@@ -80,6 +77,15 @@ using namespace joint_kinematics;
 
 }  // namespace
 
+int RotationTable::index_of(const Mat3& rotation) {
+  if (rotation == Mat3::Identity()) return -1;
+  std::array<std::uint64_t, 9> bits;
+  for (std::size_t i = 0; i < bits.size(); ++i) bits[i] = std::bit_cast<std::uint64_t>(rotation.data()[i]);
+  const auto [at, added] = lookup_.try_emplace(bits, size());
+  if (added) rotations_.push_back(rotation);
+  return at->second;
+}
+
 int joint_nq(JointType type) {
   switch (type) {
     case JointType::Spherical: return 4;
@@ -90,25 +96,14 @@ int joint_nq(JointType type) {
 
 JointSpace::JointSpace(const Model& model, const Topology& topology)
     : model_(&model), tree_joint_of_(static_cast<std::size_t>(model.body_count()), -1) {
-  // Each distinct rotation is held once: a generated chain's or an imported robot's frames repeat.
-  // Distinct by their bits, so that a frame is multiplied by exactly the numbers it was given.
-  std::map<std::array<std::uint64_t, 9>, int> index_of;
-  auto rotation_index = [&](const Mat3& rotation) {
-    if (rotation == Mat3::Identity()) return -1;
-    std::array<std::uint64_t, 9> bits;
-    for (int i = 0; i < 9; ++i) bits[static_cast<std::size_t>(i)] = std::bit_cast<std::uint64_t>(rotation.data()[i]);
-    const auto [at, added] = index_of.try_emplace(bits, static_cast<int>(rotations_.size()));
-    if (added) rotations_.push_back(rotation);
-    return at->second;
-  };
   auto add = [&](TreeJoint t, const Frame& parent_frame, const Frame& child_frame) {
     t.nq = joint_nq(t.type);
     t.nv = joint_nv(t.type);
     t.child_axes = child_axes(t.type);
     t.parent_origin = parent_frame.origin;
     t.child_origin = child_frame.origin;
-    t.parent_rotation = rotation_index(parent_frame.rotation);
-    t.child_rotation = rotation_index(child_frame.rotation);
+    t.parent_rotation = rotations_.index_of(parent_frame.rotation);
+    t.child_rotation = rotations_.index_of(child_frame.rotation);
     t.unit_constraints = unit_constraint_subspace(t.type);
     t.translates = translating(t.type);
     t.q_offset = nq_;
@@ -146,16 +141,17 @@ JointSpace::JointSpace(const Model& model, const Topology& topology)
   }
   for (const auto& subsystem : topology.floating_subsystems())  // a body with no joint at all
     if (tree_joint_of_[static_cast<std::size_t>(subsystem.front())] < 0) add_virtual_root(subsystem.front());
+  rotations_.seal();
 }
 
 Frame JointSpace::parent_frame(int k) const {
   const TreeJoint& t = tree_.at(static_cast<std::size_t>(k));
-  return {t.parent_origin, t.parent_turned() ? rotations_[static_cast<std::size_t>(t.parent_rotation)] : Mat3::Identity()};
+  return {t.parent_origin, rotations_.at(t.parent_rotation)};
 }
 
 Frame JointSpace::child_frame(int k) const {
   const TreeJoint& t = tree_.at(static_cast<std::size_t>(k));
-  return {t.child_origin, t.child_turned() ? rotations_[static_cast<std::size_t>(t.child_rotation)] : Mat3::Identity()};
+  return {t.child_origin, rotations_.at(t.child_rotation)};
 }
 
 void JointSpace::coordinates(const SystemState& state, Eigen::VectorXd& q, Eigen::VectorXd& v, double tolerance) const {
