@@ -485,12 +485,12 @@ class HandleTree {
   /// leaf(body) once the leaf's loads f are known.
   template <class Leaf>
   void assemble(const std::vector<JointRows<S, Dim>>& rows, const Parallel& parallel, Leaf&& leaf) {
-    parallel.assemble(*tree_, [&](int id) { leaf(tree_->node(id).body); }, [&](int id) { assemble_node(id, rows); });
+    parallel.assemble(*tree_, [&](int id) { leaf(tree_->link(id).body); }, [&](int id) { assemble_node(id, rows); });
   }
   void connect_base(const std::vector<JointRows<S, Dim>>& rows);
   template <class Leaf>
   void disassemble(const std::vector<JointRows<S, Dim>>& rows, const Parallel& parallel, Leaf&& leaf) {
-    parallel.disassemble(*tree_, [&](int id) { disassemble_node(id, rows); }, [&](int id) { leaf(tree_->node(id).body); });
+    parallel.disassemble(*tree_, [&](int id) { disassemble_node(id, rows); }, [&](int id) { leaf(tree_->link(id).body); });
   }
 
   /// solve() with the elimination matrices held, a bias-only pass: leaf_in(body) fills only a
@@ -521,9 +521,9 @@ class HandleTree {
             Prologue& prologue, void (HandleTree::*assemble)(int, const std::vector<JointRows<S, Dim>>&),
             void (HandleTree::*base)(const std::vector<JointRows<S, Dim>>&)) {
     parallel.pass(
-        *tree_, prologue.count, prologue.f, [&](int id) { leaf_in(tree_->node(id).body); },
+        *tree_, prologue.count, prologue.f, [&](int id) { leaf_in(tree_->link(id).body); },
         [&](int id) { (this->*assemble)(id, rows); }, [&] { (this->*base)(rows); },
-        [&](int id) { disassemble_node(id, rows); }, [&](int id) { leaf_out(tree_->node(id).body); });
+        [&](int id) { disassemble_node(id, rows); }, [&](int id) { leaf_out(tree_->link(id).body); });
   }
   void take_records(const std::vector<int>& order);
   std::vector<int> place_in_stack();

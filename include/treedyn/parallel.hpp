@@ -248,7 +248,7 @@ class Parallel {
   template <class Leaf, class Inner>
   static void assemble_serially(const AssemblyTree& tree, Leaf& leaf, Inner& inner) {
     for (const auto& s : tree.subtrees())
-      for (int id : s) tree.node(id).is_leaf() ? leaf(id) : inner(id);
+      for (int id : s) tree.link(id).is_leaf() ? leaf(id) : inner(id);
     for (const auto& level : tree.upper_levels())
       for (int id : level) inner(id);
   }
@@ -258,7 +258,7 @@ class Parallel {
     for (auto level = upper.rbegin(); level != upper.rend(); ++level)
       for (int id : *level) inner(id);
     for (const auto& s : tree.subtrees())
-      for (auto id = s.rbegin(); id != s.rend(); ++id) tree.node(*id).is_leaf() ? leaf(*id) : inner(*id);
+      for (auto id = s.rbegin(); id != s.rend(); ++id) tree.link(*id).is_leaf() ? leaf(*id) : inner(*id);
   }
 
   /// Pins the team before the first parallel region, so that a Parallel whose work stays serial
@@ -314,7 +314,7 @@ class Parallel {
 #pragma omp for schedule(static)
     for (int k = 0; k < static_cast<int>(subtrees.size()); ++k)
       for (int id : subtrees[static_cast<std::size_t>(k)])
-        errors.run([&] { tree.node(id).is_leaf() ? leaf(id) : inner(id); });
+        errors.run([&] { tree.link(id).is_leaf() ? leaf(id) : inner(id); });
     for (std::size_t l = 0; l < end; ++l) run_level(upper[l], guarded_inner, last_in_region && l + 1 == end);
   }
 
@@ -329,7 +329,7 @@ class Parallel {
 #pragma omp for schedule(static) nowait
     for (int k = 0; k < static_cast<int>(subtrees.size()); ++k) {
       const auto& s = subtrees[static_cast<std::size_t>(k)];
-      for (auto id = s.rbegin(); id != s.rend(); ++id) errors.run([&] { tree.node(*id).is_leaf() ? leaf(*id) : inner(*id); });
+      for (auto id = s.rbegin(); id != s.rend(); ++id) errors.run([&] { tree.link(*id).is_leaf() ? leaf(*id) : inner(*id); });
     }
   }
 

@@ -124,6 +124,13 @@ class AssemblyTree {
   int root() const { return root_; }
   int height() const { return node(root_).height; }
   int leaf_of(int body) const { return leaf_of_[static_cast<std::size_t>(body)]; }
+  /// A node's children and body (AssemblyNode's left, right, body) in 12 bytes, for the passes: they
+  /// read these at every node, and a 96-byte AssemblyNode a node was 192 bytes a body a pass to bring in.
+  struct Link {
+    int left = -1, right = -1, body = -1;
+    bool is_leaf() const { return body >= 0; }
+  };
+  const Link& link(int id) const { return links_[static_cast<std::size_t>(id)]; }
   /// levels()[h]: the nodes of height h, ascending (h = 0: the leaves). Nodes of one level are
   /// independent of each other: the parallel passes run a level at a time.
   const std::vector<std::vector<int>>& levels() const { return levels_; }
@@ -154,6 +161,7 @@ class AssemblyTree {
   void cut_subtrees(int threads);
 
   std::vector<AssemblyNode> nodes_;
+  std::vector<Link> links_;  // nodes_' left, right and body, by id
   std::vector<int> leaf_of_;
   std::vector<std::vector<int>> levels_;
   std::vector<std::vector<int>> subtrees_, upper_levels_;

@@ -513,7 +513,7 @@ void HandleTree<S, Dim>::eliminate_multiple(Node& n, const Node* const side[2], 
 template <class S, int Dim>
 void HandleTree<S, Dim>::assemble_node(int id, const std::vector<JointRows<S, Dim>>& rows) {
   Node& n = node(id);
-  const AssemblyNode& a = tree_->node(id);
+  const AssemblyTree::Link& a = tree_->link(id);
   const Node* const side[2] = {&node(a.left), &node(a.right)};
   if (uses_single(n)) {
     dispatch_rows(n.eliminated.front().rows, single_sizes(n.uniform, n.size(), [&]<int M, int MK, int H>() { eliminate_single<M, MK, H>(n, side, rows); }));
@@ -576,7 +576,7 @@ void HandleTree<S, Dim>::base_loads(const std::vector<JointRows<S, Dim>>& rows) 
 template <class S, int Dim>
 void HandleTree<S, Dim>::assemble_bias_node(int id, const std::vector<JointRows<S, Dim>>& rows) {
   Node& n = node(id);
-  const AssemblyNode& a = tree_->node(id);
+  const AssemblyTree::Link& a = tree_->link(id);
   const Node* const side[2] = {&node(a.left), &node(a.right)};
   for (int i = 0; i < n.size(); ++i) {
     const auto si = n.from[static_cast<std::size_t>(i)];
@@ -624,7 +624,7 @@ void HandleTree<S, Dim>::bias_multiple(Node& n, const Node* const side[2], const
 template <class S, int Dim>
 void HandleTree<S, Dim>::disassemble_node(int id, const std::vector<JointRows<S, Dim>>& rows) {
   Node& n = node(id);
-  const AssemblyNode& a = tree_->node(id);
+  const AssemblyTree::Link& a = tree_->link(id);
   Node* const side[2] = {&node(a.left), &node(a.right)};
   if (uses_single(n)) {  // its kernel passes the handles' loads down too, in its fixed sizes
     dispatch_rows(n.eliminated.front().rows, single_sizes(n.uniform, n.size(), [&]<int M, int MK, int H>() { recover_single<M, MK, H>(n, side, rows); }));

@@ -242,6 +242,8 @@ AssemblyTree::AssemblyTree(const Model& model, const Topology& topology, int thr
   root_ = build(order, ctx);
   attach_joints(model);
   number_in_postorder();
+  links_.reserve(nodes_.size());
+  for (const AssemblyNode& a : nodes_) links_.push_back({a.left, a.right, a.body});
   levels_.assign(static_cast<std::size_t>(height() + 1), {});
   for (int id = 0; id < static_cast<int>(nodes_.size()); ++id) levels_[static_cast<std::size_t>(node(id).height)].push_back(id);
   cut_subtrees(threads);
