@@ -21,6 +21,7 @@
 // neighbourhood.
 #pragma once
 
+#include <span>
 #include <string>
 #include <stdexcept>
 #include <vector>
@@ -98,16 +99,19 @@ class Topology {
   std::vector<std::vector<int>> joints_of_, floating_;
 };
 
+/// A node of an AssemblyTree. Its joint lists lie in its tree's arrays (a std::vector each cost a
+/// heap block a list, 0.25 KB a body with its bodies' list, which AssemblyTree::bodies() now makes
+/// on demand): they live as long as the tree.
 struct AssemblyNode {
   int left = -1, right = -1, parent = -1;
   int body = -1;                // the body of a leaf; -1 for inner nodes
   int height = 0;               // 0 for leaves
-  std::vector<int> bodies;      // bodies inside, ascending
-  std::vector<int> eliminated;  // joints between the left and right children, and the joints to ground of a
-                                // child that is a leaf (one-sided), ascending
-  std::vector<int> handles;     // joints between these bodies and the rest, ascending: of a leaf, every joint
-                                // of its body; of an inner node, none to ground (the root of a one-body model
-                                // is its leaf)
+  int first = -1;               // the smallest id in its subtree: the subtree is the ids first ... its own
+  std::span<const int> eliminated;  // joints between the left and right children, and the joints to ground of a
+                                    // child that is a leaf (one-sided), ascending
+  std::span<const int> handles;     // joints between these bodies and the rest, ascending: of a leaf, every joint
+                                    // of its body; of an inner node, none to ground (the root of a one-body
+                                    // model is its leaf)
   bool is_leaf() const { return body >= 0; }
 };
 
@@ -116,6 +120,10 @@ class AssemblyTree {
   /// `threads`: how many threads the passes will run on, which decides where the tree is cut
   /// into subtrees (subtrees()).
   AssemblyTree(const Model& model, const Topology& topology, int threads = 1);
+  AssemblyTree(const AssemblyTree&) = delete;  // the nodes' spans point into its own arrays
+  AssemblyTree& operator=(const AssemblyTree&) = delete;
+  AssemblyTree(AssemblyTree&&) = default;      // a moved vector keeps its elements where they are
+  AssemblyTree& operator=(AssemblyTree&&) = default;
 
   /// The nodes, numbered in post-order (children before parents, left before right; the root
   /// last): a subtree's nodes have consecutive ids.
@@ -124,6 +132,14 @@ class AssemblyTree {
   int root() const { return root_; }
   int height() const { return node(root_).height; }
   int leaf_of(int body) const { return leaf_of_[static_cast<std::size_t>(body)]; }
+  /// Whether `body` (kGround: never) is inside node `id`'s subtree.
+  bool contains(int id, int body) const {
+    if (body == kGround) return false;
+    const int leaf = leaf_of(body);
+    return leaf >= node(id).first && leaf <= id;
+  }
+  /// The bodies inside node `id`, ascending (made on each call).
+  std::vector<int> bodies(int id) const;
   /// A node's children and body (AssemblyNode's left, right, body) in 12 bytes, for the passes: they
   /// read these at every node, and a 96-byte AssemblyNode a node was 192 bytes a body a pass to bring in.
   struct Link {
@@ -155,12 +171,13 @@ class AssemblyTree {
     mutable std::vector<char> member, seen;
   };
   int build(std::vector<int> bodies, const Context& ctx);
-  void attach_joints(const Model& model);
+  void attach_joints(const Model& model);  // after number_in_postorder: the lists in id order
   void number_in_postorder();
   void append_postorder(int id, std::vector<int>& out) const;
   void cut_subtrees(int threads);
 
   std::vector<AssemblyNode> nodes_;
+  std::vector<int> eliminated_, handles_;  // the nodes' lists, node after node in id order
   std::vector<Link> links_;  // nodes_' left, right and body, by id
   std::vector<int> leaf_of_;
   std::vector<std::vector<int>> levels_;

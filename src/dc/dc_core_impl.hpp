@@ -187,7 +187,7 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
 template <class S, int Dim>
 void HandleTree<S, Dim>::take_records(const std::vector<int>& order) {
   auto loaded = [&](int j) { return sides_[static_cast<std::size_t>(j)].rows > 0; };
-  auto count = [&](const std::vector<int>& joints) { return static_cast<std::size_t>(std::count_if(joints.begin(), joints.end(), loaded)); };
+  auto count = [&](std::span<const int> joints) { return static_cast<std::size_t>(std::count_if(joints.begin(), joints.end(), loaded)); };
   std::size_t handles = 0, from = 0, eliminated = 0;
   for (int id : order) {
     const AssemblyNode& a = tree_->node(id);
@@ -279,7 +279,7 @@ void HandleTree<S, Dim>::setup_node(int id) {
   Node& n = node(id);
   auto loaded = [&](int j) { return sides_[static_cast<std::size_t>(j)].rows > 0; };
   for (std::size_t i = 0; i < n.handles.size(); ++i)
-    n.holds_p[i] = std::binary_search(a.bodies.begin(), a.bodies.end(), sides_[static_cast<std::size_t>(n.handles[i])].body_p);
+    n.holds_p[i] = tree_->contains(id, sides_[static_cast<std::size_t>(n.handles[i])].body_p);
   if (a.is_leaf()) return;
   const Node& left = node(a.left);
   const Node& right = node(a.right);

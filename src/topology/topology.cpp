@@ -240,8 +240,8 @@ AssemblyTree::AssemblyTree(const Model& model, const Topology& topology, int thr
   for (int b = 0; b < model.body_count(); ++b)
     if (!listed[static_cast<std::size_t>(b)]) order.push_back(b);
   root_ = build(order, ctx);
-  attach_joints(model);
   number_in_postorder();
+  attach_joints(model);
   links_.reserve(nodes_.size());
   for (const AssemblyNode& a : nodes_) links_.push_back({a.left, a.right, a.body});
   levels_.assign(static_cast<std::size_t>(height() + 1), {});
@@ -272,6 +272,8 @@ void AssemblyTree::number_in_postorder() {
   nodes_ = std::move(renumbered);
   for (int& leaf : leaf_of_) leaf = renumber(leaf);
   root_ = renumber(root_);
+  for (AssemblyNode& n : nodes_)  // children before parents: a subtree's ids run from its left child's first
+    n.first = n.is_leaf() ? static_cast<int>(&n - nodes_.data()) : node(n.left).first;
 }
 
 // The subtree under `id` in post-order (children before parents, left before right), appended.
@@ -367,7 +369,6 @@ int AssemblyTree::build(std::vector<int> bodies, const Context& ctx) {
   nodes_.emplace_back();
   if (bodies.size() == 1) {
     nodes_[static_cast<std::size_t>(id)].body = bodies[0];
-    nodes_[static_cast<std::size_t>(id)].bodies = bodies;
     leaf_of_[static_cast<std::size_t>(bodies[0])] = id;
     return id;
   }
@@ -395,12 +396,13 @@ int AssemblyTree::build(std::vector<int> bodies, const Context& ctx) {
   n.height = 1 + std::max(node(left).height, node(right).height);
   nodes_[static_cast<std::size_t>(left)].parent = id;
   nodes_[static_cast<std::size_t>(right)].parent = id;
-  n.bodies = bodies;
-  std::sort(n.bodies.begin(), n.bodies.end());
   return id;
 }
 
 void AssemblyTree::attach_joints(const Model& model) {
+  // Each node's lists are gathered first, then laid out node after node in id order (the passes'
+  // order) in eliminated_ and handles_, which the nodes' spans point into.
+  std::vector<std::vector<int>> eliminated(nodes_.size()), handles(nodes_.size());
   auto ancestors = [&](int leaf) {
     std::vector<int> path;
     for (int id = leaf; id != -1; id = node(id).parent) path.push_back(id);
@@ -412,8 +414,8 @@ void AssemblyTree::attach_joints(const Model& model) {
       // A handle of its body's leaf, eliminated where the leaf joins its sibling (one-sided:
       // ground has no equations of its own); the root's handle when the model is one body.
       const int leaf = leaf_of(joint.parent == kGround ? joint.child : joint.parent);
-      nodes_[static_cast<std::size_t>(leaf)].handles.push_back(j);
-      if (const int up = node(leaf).parent; up != -1) nodes_[static_cast<std::size_t>(up)].eliminated.push_back(j);
+      handles[static_cast<std::size_t>(leaf)].push_back(j);
+      if (const int up = node(leaf).parent; up != -1) eliminated[static_cast<std::size_t>(up)].push_back(j);
       continue;
     }
     const std::vector<int> a = ancestors(leaf_of(joint.parent)), b = ancestors(leaf_of(joint.child));
@@ -421,13 +423,34 @@ void AssemblyTree::attach_joints(const Model& model) {
     auto ia = a.rbegin(), ib = b.rbegin();
     while (ia + 1 != a.rend() && ib + 1 != b.rend() && *(ia + 1) == *(ib + 1)) ++ia, ++ib;
     const int lca = *ia;
-    nodes_[static_cast<std::size_t>(lca)].eliminated.push_back(j);
+    eliminated[static_cast<std::size_t>(lca)].push_back(j);
     for (const auto* path : {&a, &b})
       for (int id : *path) {
         if (id == lca) break;
-        nodes_[static_cast<std::size_t>(id)].handles.push_back(j);
+        handles[static_cast<std::size_t>(id)].push_back(j);
       }
   }
+  auto lay_out = [&](std::vector<std::vector<int>>& lists, std::vector<int>& all, std::span<const int> AssemblyNode::*member) {
+    std::size_t total = 0;
+    for (const auto& list : lists) total += list.size();
+    all.clear();
+    all.reserve(total);  // no reallocation below: the spans stay valid
+    for (std::size_t id = 0; id < lists.size(); ++id) {
+      nodes_[id].*member = std::span<const int>(all.data() + all.size(), lists[id].size());
+      all.insert(all.end(), lists[id].begin(), lists[id].end());
+      std::vector<int>().swap(lists[id]);
+    }
+  };
+  lay_out(eliminated, eliminated_, &AssemblyNode::eliminated);
+  lay_out(handles, handles_, &AssemblyNode::handles);
+}
+
+std::vector<int> AssemblyTree::bodies(int id) const {
+  std::vector<int> out;
+  for (int k = node(id).first; k <= id; ++k)
+    if (node(k).is_leaf()) out.push_back(node(k).body);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 int AssemblyTree::max_handles() const {
@@ -438,7 +461,7 @@ int AssemblyTree::max_handles() const {
 
 std::string AssemblyTree::to_ascii(const Model& model) const {
   std::string out;
-  auto names = [&](const std::vector<int>& joints) {
+  auto names = [&](std::span<const int> joints) {
     std::string s;
     for (int j : joints) s += (s.empty() ? "" : ",") + model.joints[static_cast<std::size_t>(j)].name;
     return s;

@@ -21,20 +21,24 @@ void expect_valid(const Model& m, const AssemblyTree& tree) {
   for (int id = 0; id < static_cast<int>(tree.nodes().size()); ++id) {
     const AssemblyNode& n = tree.node(id);
     if (n.is_leaf()) {
-      EXPECT_EQ(n.bodies, std::vector<int>{n.body});
+      EXPECT_EQ(tree.bodies(id), std::vector<int>{n.body});
+      EXPECT_TRUE(tree.contains(id, n.body));
+      EXPECT_FALSE(tree.contains(id, kGround));
       continue;
     }
-    std::vector<int> bodies = tree.node(n.left).bodies;
-    bodies.insert(bodies.end(), tree.node(n.right).bodies.begin(), tree.node(n.right).bodies.end());
+    // A subtree's ids run from `first` to its own (post-order): its bodies are its children's.
+    std::vector<int> bodies = tree.bodies(n.left);
+    const std::vector<int> right = tree.bodies(n.right);
+    bodies.insert(bodies.end(), right.begin(), right.end());
     std::sort(bodies.begin(), bodies.end());
-    EXPECT_EQ(bodies, n.bodies);
+    EXPECT_EQ(bodies, tree.bodies(id));
+    for (int b = 0; b < m.body_count(); ++b) EXPECT_EQ(tree.contains(id, b), std::binary_search(bodies.begin(), bodies.end(), b));
     EXPECT_EQ(n.height, 1 + std::max(tree.node(n.left).height, tree.node(n.right).height));
     for (int j : n.eliminated) {
       EXPECT_EQ(eliminated_at[static_cast<std::size_t>(j)], -1) << "joint eliminated twice";
       eliminated_at[static_cast<std::size_t>(j)] = id;
       const Joint& joint = m.joints[static_cast<std::size_t>(j)];
-      const auto& L = tree.node(n.left).bodies;
-      const auto& R = tree.node(n.right).bodies;
+      const std::vector<int> L = tree.bodies(n.left), R = tree.bodies(n.right);
       auto in = [](const std::vector<int>& v, int b) { return std::binary_search(v.begin(), v.end(), b); };
       if (joint.parent == kGround || joint.child == kGround) {  // one-sided, just above its body's leaf
         const int body = joint.parent == kGround ? joint.child : joint.parent;
