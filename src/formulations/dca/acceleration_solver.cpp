@@ -8,11 +8,12 @@ namespace treedyn::jc {
 
 AccelerationSolver::AccelerationSolver(const Model& model, const Topology& topology, const AssemblyTree& tree,
                                        const ExternalLoads* external, const Threading& threading, double baumgarte_alpha,
-                                       double baumgarte_beta)
+                                       double baumgarte_beta, const JointSpace* joints)
     : model_(model),
       topology_(topology),
       tree_(tree),
-      joints_(model, topology_),
+      own_joints_(joints ? std::nullopt : std::optional<JointSpace>(std::in_place, model, topology_)),
+      joints_(joints ? *joints : *own_joints_),
       layout_(make_layout(model, joints_)),
       core_(tree_, layout_.sides),
       loads_(model, external),
@@ -22,7 +23,6 @@ AccelerationSolver::AccelerationSolver(const Model& model, const Topology& topol
       bodies_(initial_state(model)),
       rows_(model.joints.size()),
       wrenches_(model.bodies.size()),
-      F_e_(model.bodies.size()),
       J_inverse_(model.bodies.size()),
       inertia_(principal_inertias(model)),
       handle_offset_(model.bodies.size() + 1, 0) {
@@ -93,9 +93,8 @@ void AccelerationSolver::leaf_coefficients(int b) {
   const Mat3 axes = J.axes(s.q);  // the body's principal axes, global
   Mat3& Ji = J_inverse_[static_cast<std::size_t>(b)];
   Ji = J.inverse(axes);
-  Vec6& F = F_e_[static_cast<std::size_t>(b)];
-  F = wrenches_[static_cast<std::size_t>(b)];
-  F.tail<3>() -= s.w.cross(J.times(axes, s.w));  // w x (J w)
+  Vec6& F = wrenches_[static_cast<std::size_t>(b)];  // the applied wrench becomes F_e in place
+  F.tail<3>() -= s.w.cross(J.times(axes, s.w));       // w x (J w)
   auto& leaf = core_.leaf(b);
   const std::span<Vec3> l = handles_of(b);
   for (std::size_t h = 0; h < l.size(); ++h) l[h] = points_[static_cast<std::size_t>(leaf.handles[h])] - s.r;
@@ -114,7 +113,7 @@ void AccelerationSolver::body_acceleration(int b) {
   const std::span<Vec3> l = handles_of(b);
   // Summed by halves, force and moment apart: a 6-vector summed by halves and read by pairs waits
   // on the pair across them (store forwarding; docs/benchmarks.md, "Session 27").
-  const Vec6& F_e = F_e_[static_cast<std::size_t>(b)];
+  const Vec6& F_e = wrenches_[static_cast<std::size_t>(b)];
   Vec3 force = F_e.head<3>(), moment = F_e.tail<3>();
   for (std::size_t h = 0; h < l.size(); ++h) {
     Vec6 f;

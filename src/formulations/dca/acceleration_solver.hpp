@@ -5,6 +5,8 @@
 // The equations and symbols are those of include/treedyn/formulations/dca.hpp (steps 1-5 there).
 #pragma once
 
+#include <optional>
+
 #include "../common/joint_tree.hpp"
 #include "kinematics/principal_inertia.hpp"
 #include "treedyn/formulation.hpp"
@@ -21,9 +23,12 @@ class AccelerationSolver {
   }
 
   /// Refers to `model`, its `topology` and assembly `tree` (for `threading.threads` threads) and
-  /// `external` (may be null), which must outlive it (hdca's reporter shares its engine's).
+  /// `external` (may be null), which must outlive it (hdca's reporter shares its engine's). With
+  /// `joints` (the same model's and topology's, outliving it too) it uses that joint space
+  /// instead of making its own: hdca's reporter uses its engine's.
   AccelerationSolver(const Model& model, const Topology& topology, const AssemblyTree& tree, const ExternalLoads* external,
-                     const Threading& threading, double baumgarte_alpha = 0.0, double baumgarte_beta = 0.0);
+                     const Threading& threading, double baumgarte_alpha = 0.0, double baumgarte_beta = 0.0,
+                     const JointSpace* joints = nullptr);
   AccelerationSolver(const AccelerationSolver&) = delete;
   AccelerationSolver& operator=(const AccelerationSolver&) = delete;
 
@@ -58,7 +63,8 @@ class AccelerationSolver {
   const Model& model_;
   const Topology& topology_;
   const AssemblyTree& tree_;
-  JointSpace joints_;
+  std::optional<JointSpace> own_joints_;  // unless it uses another's
+  const JointSpace& joints_;
   JointLayout layout_;
   dc::HandleTree<double, 6> core_;
   AppliedLoads loads_;
@@ -68,7 +74,8 @@ class AccelerationSolver {
   std::vector<JointMotion> motion_;
   std::vector<Vec3> points_;
   std::vector<Rows6> rows_;
-  std::vector<Vec6> wrenches_, F_e_;
+  // Each body's applied wrench, made F_e = wrench - [0; w x (J w)] in place by leaf_coefficients.
+  std::vector<Vec6> wrenches_;
   std::vector<Mat3> J_inverse_;           // global (per evaluation)
   std::vector<PrincipalInertia> inertia_;  // body frame, in principal axes (constant)
   std::vector<Vec3> handle_l_;                     // l_h of every body's handles, body after body

@@ -24,7 +24,7 @@ class Hdca final : public OdeFormulation {
         topology_(model()),
         tree_(model(), topology_, options.threading.threads),
         engine_(model(), topology_, tree_, external_loads(), options.threading, options.inverse),
-        reporter_(model(), topology_, tree_, external_loads(), options.threading),
+        reporter_(model(), topology_, tree_, external_loads(), options.threading, 0.0, 0.0, &engine_.joints()),
         error_control_(options.error_control) {
     if (!model().drivers.empty())
       throw std::invalid_argument("hdca: drivers (prescribed joint motion) are not supported; use reference");
