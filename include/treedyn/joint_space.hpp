@@ -101,19 +101,53 @@ struct TreeJoint {
   bool translates = true;           // X(q) moves the child frame's origin (prismatic, cylindrical, planar, free)
 };
 
-/// A tree joint at the current state.
+/// A tree joint at the current state: its point and kappa here, its [H D] in its JointMotions'
+/// column array (JointMotions::H(), D()).
 struct JointMotion {
-  Vec3 point = Vec3::Zero();  // o: the joint point, global
-  /// [H D]: the motion subspace H (the first nv columns) and the constraint subspace D (the other
-  /// 6 - nv), global, at o. D' H = 0 and both are orthonormal (paper 001, Eqs. 10-11), so they
-  /// share one 6 x 6 matrix (two matrices of up to six columns each took 0.3 KB more a joint).
-  Mat6 HD = Mat6::Zero();
-  int nv = 0;
-  // Hdot is not held (0.3 KB a joint): move() uses its columns as it makes them, and
-  // JointSpace::subspace_rate() makes it for a formulation that reads it.
   Vec6 kappa = Vec6::Zero();  // relative acceleration bias Hdot v + [w_P x (H v)_lin; 0] (after move())
-  auto H() const { return HD.leftCols(nv); }
-  auto D() const { return HD.rightCols(6 - nv); }
+  Vec3 point = Vec3::Zero();  // o: the joint point, global
+  int nv = 0;
+  int at = -1;                // where its columns start in JointMotions' column array
+};
+
+/// Every tree joint's motion for one JointSpace, which sizes it (once: a pass allocates nothing).
+/// [H D]: the motion subspace H (nv columns) and the constraint subspace D (6 - nv), global, at o.
+/// D' H = 0 and both are orthonormal (paper 001, Eqs. 10-11). A joint's columns lie in one array,
+/// joint after joint: H's nv, then D's 6 - nv, except where D is [I; 0] at every state
+/// (TreeJoint::unit_constraints: spherical and fixed joints), whose D is not held (D() reads the
+/// constant): a spherical joint holds its H = [0; F_c] in 18 doubles where a 6 x 6 [H D] took 36,
+/// and its record is 80 bytes (at 65,536 bodies the sweeps that read the joints' motion run at the
+/// memory's bandwidth). Hdot is not held: move() uses its columns as it makes them, and
+/// JointSpace::subspace_rate() makes it for a formulation that reads it.
+class JointMotions {
+ public:
+  using ConstColumns = Eigen::Map<const Eigen::Matrix<double, 6, Eigen::Dynamic>>;
+  using Columns = Eigen::Map<Eigen::Matrix<double, 6, Eigen::Dynamic>>;
+
+  std::size_t size() const { return joints_.size(); }
+  JointMotion& operator[](std::size_t k) { return joints_[k]; }
+  const JointMotion& operator[](std::size_t k) const { return joints_[k]; }
+  /// Tree joint k's H (6 x nv) and D (6 x (6 - nv)); valid while this object lives.
+  ConstColumns H(int k) const {
+    const JointMotion& m = joints_[static_cast<std::size_t>(k)];
+    return ConstColumns(columns_.data() + m.at, 6, m.nv);
+  }
+  ConstColumns D(int k) const {
+    const JointMotion& m = joints_[static_cast<std::size_t>(k)];
+    if (unit_[static_cast<std::size_t>(k)]) return ConstColumns(kUnitColumns, 6, 6 - m.nv);
+    return ConstColumns(columns_.data() + m.at + 6 * m.nv, 6, 6 - m.nv);
+  }
+
+ private:
+  friend class JointSpace;
+  Columns columns(int k, int count) {
+    return Columns(columns_.data() + joints_[static_cast<std::size_t>(k)].at, 6, count);
+  }
+  static const double kUnitColumns[36];  // the 6 x 6 identity, column-major: [I; 0] is its first columns
+  std::vector<JointMotion> joints_;
+  std::vector<double> columns_;
+  std::vector<char> unit_;  // per joint: D = [I; 0], not held
+  const void* sized_for_ = nullptr;  // the JointSpace that sized it
 };
 
 /// Refers to its model, which must outlive it (it copies what it needs of the topology).
@@ -143,17 +177,17 @@ class JointSpace {
   /// joint's motion at that state: place() and move() in one sweep in tree order (each body's
   /// state and each joint's motion visited once; the same numbers as the two calls).
   void forward_kinematics(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
-                          SystemState& bodies, std::vector<JointMotion>& motion) const;
+                          SystemState& bodies, JointMotions& motion) const;
 
   /// Body poses from q, and every tree joint's point, H and D (twists are left as they are).
-  void place(const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, std::vector<JointMotion>& motion) const;
+  void place(const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, JointMotions& motion) const;
 
   /// Body twists from v on poses set by place(), and every tree joint's kappa.
-  void move(const Eigen::Ref<const Eigen::VectorXd>& v, SystemState& bodies, std::vector<JointMotion>& motion) const;
+  void move(const Eigen::Ref<const Eigen::VectorXd>& v, SystemState& bodies, JointMotions& motion) const;
 
-  /// Hdot of tree joint k, whose motion is `motion` (its H after place()), from the bodies'
-  /// angular velocities: each column of H turns with the body it is fixed in. Allocates nothing.
-  void subspace_rate(int k, const SystemState& bodies, const JointMotion& motion, SubspaceMatrix& Hdot) const;
+  /// Hdot of tree joint k (its H in `motion`, after place()), from the bodies' angular
+  /// velocities: each column of H turns with the body it is fixed in. Allocates nothing.
+  void subspace_rate(int k, const SystemState& bodies, const JointMotions& motion, SubspaceMatrix& Hdot) const;
 
   /// qdot = G(q) v (quaternion kinematics for spherical and free joints, identity otherwise).
   void position_rate(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
@@ -170,6 +204,9 @@ class JointSpace {
 
  private:
   const Model* model_;
+  /// Sizes `motion` for the tree joints (once; a sized one is left as it is).
+  void size_motion(JointMotions& motion) const;
+
   std::vector<TreeJoint> tree_;
   RotationTable rotations_;  // the frames' rotations that are not the identity
   std::vector<int> tree_joint_of_;

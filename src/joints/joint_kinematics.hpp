@@ -54,12 +54,13 @@ inline bool unit_constraint_subspace(JointType type) { return type == JointType:
 /// [H D] (6 x 6: motion_subspace() and constraint_subspace() side by side, paper 001 Eqs. 10-11).
 /// A spherical joint's is [0 I; Fc 0], written by fixed-size blocks (the same numbers as the two
 /// calls, without their column-by-column fill: a ball-joint chain forms one per joint per pass).
-inline void subspaces(JointType type, const Mat3& Fp, const Mat3& Fc, Mat6& HD) {
+template <class Out>  // a Mat6, or a map of one
+inline void subspaces(JointType type, const Mat3& Fp, const Mat3& Fc, Out& HD) {
   if (type == JointType::Spherical) {
-    HD.topLeftCorner<3, 3>().setZero();
-    HD.topRightCorner<3, 3>().setIdentity();
-    HD.bottomLeftCorner<3, 3>() = Fc;
-    HD.bottomRightCorner<3, 3>().setZero();
+    HD.template topLeftCorner<3, 3>().setZero();
+    HD.template topRightCorner<3, 3>().setIdentity();
+    HD.template bottomLeftCorner<3, 3>() = Fc;
+    HD.template bottomRightCorner<3, 3>().setZero();
     return;
   }
   const int nv = joint_nv(type);

@@ -14,18 +14,20 @@ namespace {
 
 using namespace joint_kinematics;
 
-/// Column c of Hdot: column c of H turns with the angular velocity of the body it is fixed in.
-[[gnu::always_inline]] inline Vec6 subspace_rate_column(const TreeJoint& t, const Mat6& HD, int c, const Vec3& wP, const Vec3& wC) {
+/// Column c of Hdot: column c of H (its columns at `H`, 6 doubles each) turns with the angular
+/// velocity of the body it is fixed in.
+[[gnu::always_inline]] inline Vec6 subspace_rate_column(const TreeJoint& t, const double* H, int c, const Vec3& wP, const Vec3& wC) {
   const Vec3& w = (t.child_axes >> c) & 1u ? wC : wP;
   Vec6 column;
-  column << w.cross(HD.block<3, 1>(0, c)), w.cross(HD.block<3, 1>(3, c));
+  column << w.cross(Eigen::Map<const Vec3>(H + 6 * c)), w.cross(Eigen::Map<const Vec3>(H + 6 * c + 3));
   return column;
 }
 
-/// A tree joint's child pose and the joint's point, H and D, from its parent's pose and q.
-/// `rotations`: JointSpace::rotations(), where t's turned frames' rotations are.
+/// A tree joint's child pose and the joint's point, H and D (its columns, at HD: H's, then D's
+/// unless t.unit_constraints), from its parent's pose and q. `rotations`: JointSpace::rotations(),
+/// where t's turned frames' rotations are.
 [[gnu::always_inline]] inline void place_joint(const TreeJoint& t, const Mat3* rotations, const double* q, SystemState& bodies,
-                                               JointMotion& m) {
+                                               JointMotion& m, double* HD) {
   const BodyState& P = state_of(bodies, t.parent);
   BodyState& C = bodies[static_cast<std::size_t>(t.child)];
   const Mat3 A_P = P.q.toRotationMatrix();
@@ -41,7 +43,14 @@ using namespace joint_kinematics;
   C.r = o - A_C * t.child_origin;
   m.point = o;
   m.nv = t.nv;
-  subspaces(t.type, Fp, Fc, m.HD);
+  if (t.type == JointType::Spherical) {  // H = [0; F_c]; D = [I; 0] is not held (subspaces())
+    Eigen::Map<Eigen::Matrix<double, 6, 3>> H(HD);
+    H.topRows<3>().setZero();
+    H.bottomRows<3>() = Fc;
+  } else if (!t.unit_constraints) {
+    Eigen::Map<Mat6> HD_(HD);
+    subspaces(t.type, Fp, Fc, HD_);
+  }  // a fixed joint: no H, D = I
 }
 
 /// A tree joint's child twist and the joint's kappa, from its parent's twist and v (after place_joint).
@@ -52,19 +61,20 @@ using namespace joint_kinematics;
 /// column turns with the parent, one for a spherical joint's H = [0; F_c]. The same sum as
 /// subspace_rate()'s columns times v in another order: equal within round-off
 /// (JointSpace.SubspaceRateMatchesFiniteDifferencesOfH states the bound).
-[[gnu::always_inline]] inline void move_joint(const TreeJoint& t, const double* v, SystemState& bodies, JointMotion& m) {
+[[gnu::always_inline]] inline void move_joint(const TreeJoint& t, const double* v, SystemState& bodies, JointMotion& m,
+                                              const double* H) {
   const BodyState& P = state_of(bodies, t.parent);
   BodyState& C = bodies[static_cast<std::size_t>(t.child)];
   const double* vj = v + t.v_offset;
   if (t.type == JointType::Spherical) {  // H = [0; F_c] (subspaces()): H v = [0; F_c v], kappa = [0; w_C x F_c v]
-    const Vec3 Hv_w = m.HD.bottomLeftCorner<3, 3>() * Eigen::Map<const Vec3>(vj);
+    const Vec3 Hv_w = Eigen::Map<const Eigen::Matrix<double, 6, 3>>(H).bottomRows<3>() * Eigen::Map<const Vec3>(vj);
     C.w = P.w + Hv_w;
     C.v = P.v + P.w.cross(m.point - P.r) + C.w.cross(C.r - m.point);
     m.kappa << Vec3::Zero(), C.w.cross(Hv_w);
     return;
   }
   Vec6 Hv_P = Vec6::Zero(), Hv_C = Vec6::Zero();
-  for (int c = 0; c < t.nv; ++c) ((t.child_axes >> c) & 1u ? Hv_C : Hv_P) += m.HD.col(c) * vj[c];
+  for (int c = 0; c < t.nv; ++c) ((t.child_axes >> c) & 1u ? Hv_C : Hv_P) += Eigen::Map<const Vec6>(H + 6 * c) * vj[c];
   const Vec6 Hv = Hv_P + Hv_C;
   C.w = P.w + Hv.tail<3>();
   C.v = P.v + P.w.cross(m.point - P.r) + Hv.head<3>() + C.w.cross(C.r - m.point);
@@ -191,32 +201,63 @@ void JointSpace::coordinates(const SystemState& state, Eigen::VectorXd& q, Eigen
   }
 }
 
+const double JointMotions::kUnitColumns[36] = {1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+                                               0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1};
+
+void JointSpace::size_motion(JointMotions& motion) const {
+  if (motion.sized_for_ == this) return;
+  motion.sized_for_ = this;
+  motion.joints_.assign(tree_.size(), JointMotion{});
+  motion.unit_.assign(tree_.size(), 0);
+  std::size_t at = 0;
+  for (std::size_t k = 0; k < tree_.size(); ++k) {
+    const TreeJoint& t = tree_[k];
+    motion.joints_[k].at = static_cast<int>(at);
+    motion.joints_[k].nv = t.nv;
+    motion.unit_[k] = t.unit_constraints;
+    at += 6u * static_cast<std::size_t>(t.unit_constraints ? t.nv : 6);
+  }
+  motion.columns_.assign(at, 0.0);
+}
+
 void JointSpace::forward_kinematics(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
-                                    SystemState& bodies, std::vector<JointMotion>& motion) const {
-  motion.resize(tree_.size());
+                                    SystemState& bodies, JointMotions& motion) const {
+  size_motion(motion);
+  double* columns = motion.columns_.data();
   for (std::size_t k = 0; k < tree_.size(); ++k) {  // a parent is placed and moved before its children
-    place_joint(tree_[k], rotations_.data(), q.data(), bodies, motion[k]);
-    move_joint(tree_[k], v.data(), bodies, motion[k]);
+    JointMotion& m = motion.joints_[k];
+    place_joint(tree_[k], rotations_.data(), q.data(), bodies, m, columns + m.at);
+    move_joint(tree_[k], v.data(), bodies, m, columns + m.at);
   }
 }
 
-void JointSpace::place(const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, std::vector<JointMotion>& motion) const {
-  motion.resize(tree_.size());
-  for (std::size_t k = 0; k < tree_.size(); ++k) place_joint(tree_[k], rotations_.data(), q.data(), bodies, motion[k]);
+void JointSpace::place(const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, JointMotions& motion) const {
+  size_motion(motion);
+  double* columns = motion.columns_.data();
+  for (std::size_t k = 0; k < tree_.size(); ++k) {
+    JointMotion& m = motion.joints_[k];
+    place_joint(tree_[k], rotations_.data(), q.data(), bodies, m, columns + m.at);
+  }
 }
 
-void JointSpace::move(const Eigen::Ref<const Eigen::VectorXd>& v, SystemState& bodies, std::vector<JointMotion>& motion) const {
-  for (std::size_t k = 0; k < tree_.size(); ++k) move_joint(tree_[k], v.data(), bodies, motion[k]);
+void JointSpace::move(const Eigen::Ref<const Eigen::VectorXd>& v, SystemState& bodies, JointMotions& motion) const {
+  assert(motion.size() == tree_.size());  // after place()
+  const double* columns = motion.columns_.data();
+  for (std::size_t k = 0; k < tree_.size(); ++k) {
+    JointMotion& m = motion.joints_[k];
+    move_joint(tree_[k], v.data(), bodies, m, columns + m.at);
+  }
 }
 
-void JointSpace::subspace_rate(int k, const SystemState& bodies, const JointMotion& motion, SubspaceMatrix& Hdot) const {
+void JointSpace::subspace_rate(int k, const SystemState& bodies, const JointMotions& motion, SubspaceMatrix& Hdot) const {
   assert(k >= 0 && static_cast<std::size_t>(k) < tree_.size());  // a hot call: checked in debug builds
   const TreeJoint& t = tree_[static_cast<std::size_t>(k)];
-  assert(motion.nv == t.nv);
+  assert(motion[static_cast<std::size_t>(k)].nv == t.nv);
   const Vec3& wP = state_of(bodies, t.parent).w;
   const Vec3& wC = state_of(bodies, t.child).w;
+  const double* H = motion.H(k).data();
   Hdot.resize(6, t.nv);
-  for (int c = 0; c < t.nv; ++c) Hdot.col(c) = subspace_rate_column(t, motion.HD, c, wP, wC);
+  for (int c = 0; c < t.nv; ++c) Hdot.col(c) = subspace_rate_column(t, H, c, wP, wC);
 }
 
 void JointSpace::position_rate(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,

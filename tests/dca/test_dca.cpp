@@ -126,22 +126,27 @@ TEST(Dca, BodyMobilityInRowsIsTheRowsTimesTheArmsTimesTheInverseMass) {
 TEST(Dca, TreeRowsOfAUnitJointAreItsSubspaceTimesTheBiasPassAfterPass) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
-  const Mat3 Fp = Eigen::Quaterniond::UnitRandom().toRotationMatrix();
   for (JointType type : {JointType::Spherical, JointType::Revolute}) {
-    TreeJoint t;
-    t.type = type;
-    t.unit_constraints = type == JointType::Spherical;
-    JointMotion m;
-    m.nv = joint_dof(type);
-    Eigen::MatrixXd D = Eigen::MatrixXd::Zero(6, 6 - m.nv);
+    const Model model = make_chain(1, type);
+    const JointSpace js(model, Topology(model));
+    const TreeJoint& t = js.tree().front();
+    ASSERT_EQ(t.unit_constraints, type == JointType::Spherical);
+    Eigen::VectorXd q, v;
+    js.coordinates(initial_state(model), q, v);
+    SystemState s = initial_state(model);
+    JointMotions motion;
+    js.place(q, s, motion);
+    const Mat3 Fp = js.parent_frame(0).rotation;  // the joint's frame on ground
+    const int nv = joint_dof(type);
+    Eigen::MatrixXd D = Eigen::MatrixXd::Zero(6, 6 - nv);
     if (type == JointType::Spherical) D.topRows<3>().setIdentity();
     else D << Fp.col(0), Fp.col(1), Fp.col(2), Vec3::Zero(), Vec3::Zero(),  // a revolute joint's (constraint_subspace)
               Vec3::Zero(), Vec3::Zero(), Vec3::Zero(), Fp.col(0), Fp.col(1);
-    m.HD.rightCols(6 - m.nv) = D;
+    ASSERT_EQ(Eigen::MatrixXd(motion.D(0)), D);  // a unit joint's D is the constant, not held
     jc::Rows6 rows;
     for (int pass = 0; pass < 3; ++pass) {
       const Vec6 bias = Vec6::NullaryExpr([&] { return u(rng); });
-      jc::tree_rows(t, m, bias, rows);
+      jc::tree_rows(t, motion, 0, bias, rows);
       const auto n = D.cols();
       ASSERT_EQ(rows.rows, n);
       EXPECT_EQ(rows.unit_rows, type == JointType::Spherical);

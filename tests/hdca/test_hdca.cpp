@@ -48,7 +48,7 @@ Model moving_tree() {
   std::uniform_real_distribution<double> u(-1.0, 1.0);
   for (int i = 0; i < v.size(); ++i) v(i) = u(rng);
   SystemState s = initial_state(m);
-  std::vector<JointMotion> motion;
+  JointMotions motion;
   js.forward_kinematics(q, v, s, motion);
   for (std::size_t i = 0; i < s.size(); ++i) {
     m.bodies[i].velocity = s[i].v;
@@ -99,7 +99,7 @@ TEST(Hdca, InitialMomentaAreTheGradientOfTheKineticEnergy) {
     const Eigen::VectorXd p = f->ode_state().tail(js.nv());
     auto T = [&](const Eigen::VectorXd& velocities) {
       SystemState s = initial_state(m);
-      std::vector<JointMotion> motion;
+      JointMotions motion;
       js.forward_kinematics(q, velocities, s, motion);
       return kinetic_energy(m, s);
     };
@@ -202,7 +202,7 @@ TEST(Hdca, HdotTransposeTimesIsSubspaceRateTransposedTimes) {
   for (Vec6& v : V) v = Vec6::Random();
   kin.move(0.0, V);
   SystemState s = initial_state(m);  // the same pose and twists, for subspace_rate
-  std::vector<JointMotion> motion;
+  JointMotions motion;
   kin.joints().place(q, s, motion);
   for (std::size_t b = 0; b < s.size(); ++b) s[b].w = V[b].tail<3>();
   int turning = 0;
@@ -210,7 +210,7 @@ TEST(Hdca, HdotTransposeTimesIsSubspaceRateTransposedTimes) {
     const TreeJoint& t = kin.joints().tree()[k];
     if (t.nv == 0) continue;  // fixed joint
     SubspaceMatrix Hdot;
-    kin.joints().subspace_rate(static_cast<int>(k), s, motion[k], Hdot);
+    kin.joints().subspace_rate(static_cast<int>(k), s, motion, Hdot);
     const Vec6 x = Vec6::Random();
     Eigen::VectorXd out(t.nv);
     kin.Hdot_transpose_times(static_cast<int>(k), x, out);

@@ -34,7 +34,7 @@ TEST(JointSpace, ForwardKinematicsSatisfiesEveryJointConstraint) {
   EXPECT_TRUE(std::any_of(js.tree().begin(), js.tree().end(), [](const TreeJoint& t) { return t.reversed; }));
   std::mt19937 rng(1);
   SystemState s = initial_state(m);
-  std::vector<JointMotion> motion;
+  JointMotions motion;
   for (int trial = 0; trial < 5; ++trial) {
     js.forward_kinematics(test::random_coordinates(js, rng), random_vector(js.nv(), rng), s, motion);
     for (const Joint& j : m.joints) {
@@ -58,7 +58,7 @@ TEST(JointSpace, PlaceThenMoveIsForwardKinematicsBitForBit) {
   std::mt19937 rng(6);
   const Eigen::VectorXd q = test::random_coordinates(js, rng), v = random_vector(js.nv(), rng);
   SystemState one = initial_state(m), two = initial_state(m);
-  std::vector<JointMotion> m_one, m_two;
+  JointMotions m_one, m_two;
   js.forward_kinematics(q, v, one, m_one);
   js.place(q, two, m_two);
   js.move(v, two, m_two);
@@ -72,7 +72,8 @@ TEST(JointSpace, PlaceThenMoveIsForwardKinematicsBitForBit) {
   int turning = 0;  // joints with a nonzero kappa: the state moves, the comparison is not of zeros
   for (std::size_t k = 0; k < m_one.size(); ++k) {
     EXPECT_EQ(m_one[k].point, m_two[k].point) << "tree joint " << k;
-    EXPECT_EQ(m_one[k].HD, m_two[k].HD) << "tree joint " << k;
+    EXPECT_EQ(Eigen::MatrixXd(m_one.H(static_cast<int>(k))), Eigen::MatrixXd(m_two.H(static_cast<int>(k)))) << "tree joint " << k;
+    EXPECT_EQ(Eigen::MatrixXd(m_one.D(static_cast<int>(k))), Eigen::MatrixXd(m_two.D(static_cast<int>(k)))) << "tree joint " << k;
     EXPECT_EQ(m_one[k].kappa, m_two[k].kappa) << "tree joint " << k;
     turning += m_one[k].kappa != Vec6::Zero();
   }
@@ -84,7 +85,7 @@ TEST(JointSpace, CoordinatesInvertForwardKinematics) {
   const JointSpace js(m, Topology(m));
   std::mt19937 rng(2);
   SystemState s = initial_state(m);
-  std::vector<JointMotion> motion;
+  JointMotions motion;
   const Eigen::VectorXd q = test::random_coordinates(js, rng), v = random_vector(js.nv(), rng);
   js.forward_kinematics(q, v, s, motion);
   Eigen::VectorXd q2, v2;
@@ -98,16 +99,18 @@ TEST(JointSpace, MotionAndConstraintSubspacesAreOrthonormalComplements) {
   const JointSpace js(m, Topology(m));
   std::mt19937 rng(3);
   SystemState s = initial_state(m);
-  std::vector<JointMotion> motion;
+  JointMotions motion;
   js.forward_kinematics(test::random_coordinates(js, rng), random_vector(js.nv(), rng), s, motion);
   ASSERT_EQ(motion.size(), js.tree().size());
   for (std::size_t k = 0; k < motion.size(); ++k) {
     const JointMotion& jm = motion[k];
     EXPECT_EQ(jm.nv, js.tree()[k].nv);  // H has the joint's degrees of freedom, D the rest of [H D]
-    const Eigen::MatrixXd HtH = jm.H().transpose() * jm.H(), DtD = jm.D().transpose() * jm.D();
+    const Eigen::MatrixXd H = motion.H(static_cast<int>(k)), D = motion.D(static_cast<int>(k));
+    ASSERT_EQ(H.cols() + D.cols(), 6);
+    const Eigen::MatrixXd HtH = H.transpose() * H, DtD = D.transpose() * D;
     EXPECT_LT((HtH - Eigen::MatrixXd::Identity(HtH.rows(), HtH.cols())).norm(), 1e-14);
     EXPECT_LT((DtD - Eigen::MatrixXd::Identity(DtD.rows(), DtD.cols())).norm(), 1e-14);
-    EXPECT_LT((jm.D().transpose() * jm.H()).norm(), 1e-14);  // paper 001, Eq. (11)
+    EXPECT_LT((D.transpose() * H).norm(), 1e-14);  // paper 001, Eq. (11)
   }
 }
 
@@ -157,14 +160,14 @@ TEST(JointSpace, RelativeAccelerationIsHvdotPlusKappa) {
     };
     y = test::rk4(rate, y, 0.0, t, t / 20);
     SystemState s = initial_state(m);
-    std::vector<JointMotion> motion;
+    JointMotions motion;
     js.forward_kinematics(y.head(js.nq()), y.tail(js.nv()), s, motion);
     return s;
   };
   const double h = 1e-5;
   const SystemState sp = state_at(h), sm = state_at(-h);
   SystemState s = initial_state(m);
-  std::vector<JointMotion> motion;
+  JointMotions motion;
   js.forward_kinematics(q0, v0, s, motion);
   for (std::size_t i = 0; i < s.size(); ++i) {
     s[i].a = (sp[i].v - sm[i].v) / (2 * h);
@@ -181,7 +184,7 @@ TEST(JointSpace, RelativeAccelerationIsHvdotPlusKappa) {
       a << b.a + b.alpha.cross(l) + b.w.cross(b.w.cross(l)), b.alpha;
       return a;
     };
-    const Vec6 expected = jm.H() * vdot.segment(t.v_offset, t.nv) + jm.kappa;
+    const Vec6 expected = motion.H(static_cast<int>(k)) * vdot.segment(t.v_offset, t.nv) + jm.kappa;
     EXPECT_LT((A(t.child) - A(t.parent) - expected).cwiseAbs().maxCoeff(), 1e-6) << "tree joint " << k;
   }
 }
@@ -218,7 +221,7 @@ TEST(JointSpace, SubspaceRateMatchesFiniteDifferencesOfH) {
       q = test::rk4(rate, q0, 0.0, t, t / 20);
     }
     SystemState s = initial_state(m);
-    std::vector<JointMotion> motion;
+    JointMotions motion;
     js.forward_kinematics(q, v, s, motion);
     return std::pair{s, motion};
   };
@@ -230,15 +233,15 @@ TEST(JointSpace, SubspaceRateMatchesFiniteDifferencesOfH) {
   for (std::size_t k = 0; k < m0.size(); ++k) {
     const TreeJoint& t = js.tree()[k];
     SubspaceMatrix Hdot;
-    js.subspace_rate(static_cast<int>(k), s0, m0[k], Hdot);
+    js.subspace_rate(static_cast<int>(k), s0, m0, Hdot);
     ASSERT_EQ(Hdot.cols(), t.nv) << "tree joint " << k;
     if (t.nv == 0) continue;  // fixed joint
-    const Eigen::MatrixXd fd = (mp[k].H() - mm[k].H()) / (2 * h);
+    const Eigen::MatrixXd fd = (mp.H(static_cast<int>(k)) - mm.H(static_cast<int>(k))) / (2 * h);
     EXPECT_LT((fd - Hdot).cwiseAbs().maxCoeff(), 1e-8) << "tree joint " << k;
     const auto vj = v.segment(t.v_offset, t.nv);
     Vec6 kappa = subspace_times<Vec6>(Hdot, t.nv, vj);
     const Vec3& w_P = state_of(s0, t.parent).w;
-    kappa.head<3>() += w_P.cross(subspace_times<Vec6>(m0[k].HD, t.nv, vj).head<3>());
+    kappa.head<3>() += w_P.cross(subspace_times<Vec6>(m0.H(static_cast<int>(k)), t.nv, vj).head<3>());
     // The same bilinear sum in another order (move() crosses w with H v split by frame): every
     // entry is at most 2 nv + 2 products w_i H_ci v_c (H's columns have unit norm) summed, so the
     // two roundings differ by a few eps times w_max sum_c |v_c|; 16 eps bounds it with room.

@@ -28,7 +28,7 @@ std::vector<int> loop_slots(int joint_count, const std::vector<int>& loop_joints
   return slot;
 }
 
-void handle_points(const Model& model, const JointLayout& layout, const std::vector<JointMotion>& motion,
+void handle_points(const Model& model, const JointLayout& layout, const JointMotions& motion,
                    const SystemState& bodies, std::vector<Vec3>& points) {
   points.resize(model.joints.size());
   for (std::size_t j = 0; j < model.joints.size(); ++j) {
@@ -153,14 +153,14 @@ TREEDYN_MOBILITY_ROWS(double, 3)
 TREEDYN_MOBILITY_ROWS(float, 3)
 #undef TREEDYN_MOBILITY_ROWS
 
-void tree_rows(const TreeJoint& joint, const JointMotion& motion, const Vec6& bias, Rows6& rows) {
-  const int n = 6 - motion.nv;
+void tree_rows(const TreeJoint& joint, const JointMotions& motion, int k, const Vec6& bias, Rows6& rows) {
+  const int n = 6 - motion[static_cast<std::size_t>(k)].nv;
   if (rows.keeps_unit_rows(joint.unit_constraints, n)) {  // D' bias = bias.head(n); the rest of r stays zero
     for (int i = 0; i < n; ++i) rows.r(i) = bias(i);
     return;
   }
-  rows.set_tree_rows(motion.D());
-  subspace_project(motion.D(), n, bias, rows.r);
+  rows.set_tree_rows(motion.D(k));
+  subspace_project(motion.D(k), n, bias, rows.r);
 }
 
 void loop_rows(const ConstraintBlock& block, const Vec3& point, const BodyState& P, const BodyState& C,

@@ -29,7 +29,7 @@ std::vector<int> loop_slots(int joint_count, const std::vector<int>& loop_joints
 
 /// The handle point of every model joint: a tree joint's point o, a loop-closing joint's child
 /// frame origin.
-void handle_points(const Model& model, const JointLayout& layout, const std::vector<JointMotion>& motion,
+void handle_points(const Model& model, const JointLayout& layout, const JointMotions& motion,
                    const SystemState& bodies, std::vector<Vec3>& points);
 
 /// The mobility of one body at its handles in their rows (a dc::LeafBlocks::InRows leaf):
@@ -50,7 +50,7 @@ void mobility_rows(S inverse_mass, const AngularInverse<S, Dim>& J_inverse, std:
 /// Tree joint in D form: G_c = D', G_p = -D', r = D' bias (bias = kappa for accelerations, 0 for
 /// velocities). A joint whose D is [I; 0] by construction (TreeJoint::unit_constraints) keeps the
 /// unit rows it has from the pass before, and its r is the head of the bias, without reading D.
-void tree_rows(const TreeJoint& joint, const JointMotion& motion, const Vec6& bias, Rows6& rows);
+void tree_rows(const TreeJoint& joint, const JointMotions& motion, int k, const Vec6& bias, Rows6& rows);
 
 /// Loop-closing joint: its absolute constraint rows J_P V_P + J_C V_C (centre-of-mass twists)
 /// moved to the handle point o: G = J S(-l)'. `rhs` is the right-hand side in centre-of-mass

@@ -65,8 +65,7 @@ void AccelerationSolver::joint_rows(int j) {
   const int k = layout_.tree_index[static_cast<std::size_t>(j)];
   Rows6& rows = rows_[static_cast<std::size_t>(j)];
   if (k >= 0) {
-    const JointMotion& m = motion_[static_cast<std::size_t>(k)];
-    tree_rows(joints_.tree()[static_cast<std::size_t>(k)], m, m.kappa, rows);
+    tree_rows(joints_.tree()[static_cast<std::size_t>(k)], motion_, k, motion_[static_cast<std::size_t>(k)].kappa, rows);
     return;
   }
   const Joint& joint = model_.joints[static_cast<std::size_t>(j)];
@@ -137,7 +136,7 @@ void AccelerationSolver::joint_acceleration(int k) {
     const Vec3 a = s.a + s.alpha.cross(l) + s.w.cross(s.w.cross(l));
     return Vec6(a.x(), a.y(), a.z(), s.alpha.x(), s.alpha.y(), s.alpha.z());  // from its entries: read by pairs
   };
-  subspace_project(m.HD, t.nv, Vec6(at_point(t.child) - at_point(t.parent) - m.kappa), vdot_.segment(t.v_offset, t.nv));
+  subspace_project(motion_.H(k), t.nv, Vec6(at_point(t.child) - at_point(t.parent) - m.kappa), vdot_.segment(t.v_offset, t.nv));
 }
 
 void AccelerationSolver::reactions(std::vector<JointReaction>& out) const {

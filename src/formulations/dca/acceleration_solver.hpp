@@ -71,7 +71,7 @@ class AccelerationSolver {
   Parallel parallel_;
   double baumgarte_alpha_, baumgarte_beta_;
   SystemState bodies_;
-  std::vector<JointMotion> motion_;
+  JointMotions motion_;
   std::vector<Vec3> points_;
   std::vector<Rows6> rows_;
   // Each body's applied wrench, made F_e = wrench - [0; w x (J w)] in place by leaf_coefficients.

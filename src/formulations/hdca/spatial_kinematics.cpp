@@ -39,8 +39,8 @@ void SpatialKinematics<S>::place(const Eigen::Ref<const Eigen::VectorXd>& q, con
     parallel.for_each(static_cast<int>(motion_.size()), [&](int i) {
       const auto k = static_cast<std::size_t>(i);
       tree_point_[k] = motion_[k].point.cast<S>();
-      H_[k] = motion_[k].H().cast<S>();
-      D_[k] = motion_[k].D().cast<S>();
+      H_[k] = motion_.H(i).cast<S>();
+      D_[k] = motion_.D(i).cast<S>();
     });
   for (int j : loop_joints_) {  // velocity level: J V = -Phi_t, at the child's joint-frame origin
     const Joint& joint = model_.joints[static_cast<std::size_t>(j)];

@@ -57,13 +57,13 @@ class SpatialKinematics {
     if constexpr (kDouble) return motion_[static_cast<std::size_t>(k)].point;
     else return tree_point_[static_cast<std::size_t>(k)];
   }
-  // In double a block of the joint's [H D] (JointMotion), in float a matrix of its own.
+  // In double a map of the joint's columns in its JointMotions, in float a matrix of its own.
   decltype(auto) H(int k) const {
-    if constexpr (kDouble) return motion_[static_cast<std::size_t>(k)].H();
+    if constexpr (kDouble) return motion_.H(k);
     else return H_[static_cast<std::size_t>(k)];
   }
   decltype(auto) D(int k) const {
-    if constexpr (kDouble) return motion_[static_cast<std::size_t>(k)].D();
+    if constexpr (kDouble) return motion_.D(k);
     else return D_[static_cast<std::size_t>(k)];
   }
   const Point& loop_point(int j) const { return loop_point_[slot(j)]; }
@@ -125,7 +125,7 @@ class SpatialKinematics {
     return static_cast<std::size_t>(loop_slot_[static_cast<std::size_t>(j)]);
   }
   SystemState bodies_;
-  std::vector<JointMotion> motion_;
+  JointMotions motion_;
   std::vector<ConstraintBlock> blocks_;  // per loop-closing joint
   std::vector<Vec6> wrenches_;
   std::vector<PrincipalInertia> inertia_;  // body frame, in principal axes
