@@ -122,7 +122,6 @@ struct JointMotion {
 class JointMotions {
  public:
   using ConstColumns = Eigen::Map<const Eigen::Matrix<double, 6, Eigen::Dynamic>>;
-  using Columns = Eigen::Map<Eigen::Matrix<double, 6, Eigen::Dynamic>>;
 
   std::size_t size() const { return joints_.size(); }
   JointMotion& operator[](std::size_t k) { return joints_[k]; }
@@ -140,9 +139,6 @@ class JointMotions {
 
  private:
   friend class JointSpace;
-  Columns columns(int k, int count) {
-    return Columns(columns_.data() + joints_[static_cast<std::size_t>(k)].at, 6, count);
-  }
   static const double kUnitColumns[36];  // the 6 x 6 identity, column-major: [I; 0] is its first columns
   std::vector<JointMotion> joints_;
   std::vector<double> columns_;

@@ -51,19 +51,22 @@ inline bool translating(JointType type) {
 /// fixed: I).
 inline bool unit_constraint_subspace(JointType type) { return type == JointType::Spherical || type == JointType::Fixed; }
 
-/// [H D] (6 x 6: motion_subspace() and constraint_subspace() side by side, paper 001 Eqs. 10-11).
-/// A spherical joint's is [0 I; Fc 0], written by fixed-size blocks (the same numbers as the two
-/// calls, without their column-by-column fill: a ball-joint chain forms one per joint per pass).
-template <class Out>  // a Mat6, or a map of one
-inline void subspaces(JointType type, const Mat3& Fp, const Mat3& Fc, Out& HD) {
+/// [H D] as JointMotions holds it, column after column from `columns` (6 doubles each): H's nv
+/// (motion_subspace()), then D's 6 - nv (constraint_subspace()), except for a type whose D is
+/// [I; 0] at every state (unit_constraint_subspace()), whose D is not written (paper 001, Eqs.
+/// 10-11). A spherical joint's H = [0; Fc] is written by fixed-size blocks (the same numbers as
+/// motion_subspace(), without its column-by-column fill: a ball-joint chain forms one per joint
+/// per pass); a fixed joint writes nothing.
+inline void subspace_columns(JointType type, const Mat3& Fp, const Mat3& Fc, double* columns) {
   if (type == JointType::Spherical) {
-    HD.template topLeftCorner<3, 3>().setZero();
-    HD.template topRightCorner<3, 3>().setIdentity();
-    HD.template bottomLeftCorner<3, 3>() = Fc;
-    HD.template bottomRightCorner<3, 3>().setZero();
+    Eigen::Map<Eigen::Matrix<double, 6, 3>> H(columns);
+    H.topRows<3>().setZero();
+    H.bottomRows<3>() = Fc;
     return;
   }
+  if (unit_constraint_subspace(type)) return;
   const int nv = joint_nv(type);
+  Eigen::Map<Mat6> HD(columns);
   motion_subspace(type, Fp, Fc, HD.leftCols(nv));
   constraint_subspace(type, Fp, Fc, HD.rightCols(6 - nv));
 }

@@ -23,9 +23,9 @@ using namespace joint_kinematics;
   return column;
 }
 
-/// A tree joint's child pose and the joint's point, H and D (its columns, at HD: H's, then D's
-/// unless t.unit_constraints), from its parent's pose and q. `rotations`: JointSpace::rotations(),
-/// where t's turned frames' rotations are.
+/// A tree joint's child pose and the joint's point, H and D (its columns, at HD: subspace_columns()),
+/// from its parent's pose and q. `rotations`: JointSpace::rotations(), where t's turned frames'
+/// rotations are. (m.nv is set once, when the JointMotions is sized.)
 [[gnu::always_inline]] inline void place_joint(const TreeJoint& t, const Mat3* rotations, const double* q, SystemState& bodies,
                                                JointMotion& m, double* HD) {
   const BodyState& P = state_of(bodies, t.parent);
@@ -42,15 +42,7 @@ using namespace joint_kinematics;
   C.q = Quat(A_C).normalized();
   C.r = o - A_C * t.child_origin;
   m.point = o;
-  m.nv = t.nv;
-  if (t.type == JointType::Spherical) {  // H = [0; F_c]; D = [I; 0] is not held (subspaces())
-    Eigen::Map<Eigen::Matrix<double, 6, 3>> H(HD);
-    H.topRows<3>().setZero();
-    H.bottomRows<3>() = Fc;
-  } else if (!t.unit_constraints) {
-    Eigen::Map<Mat6> HD_(HD);
-    subspaces(t.type, Fp, Fc, HD_);
-  }  // a fixed joint: no H, D = I
+  subspace_columns(t.type, Fp, Fc, HD);
 }
 
 /// A tree joint's child twist and the joint's kappa, from its parent's twist and v (after place_joint).
@@ -66,7 +58,7 @@ using namespace joint_kinematics;
   const BodyState& P = state_of(bodies, t.parent);
   BodyState& C = bodies[static_cast<std::size_t>(t.child)];
   const double* vj = v + t.v_offset;
-  if (t.type == JointType::Spherical) {  // H = [0; F_c] (subspaces()): H v = [0; F_c v], kappa = [0; w_C x F_c v]
+  if (t.type == JointType::Spherical) {  // H = [0; F_c] (subspace_columns()): H v = [0; F_c v], kappa = [0; w_C x F_c v]
     const Vec3 Hv_w = Eigen::Map<const Eigen::Matrix<double, 6, 3>>(H).bottomRows<3>() * Eigen::Map<const Vec3>(vj);
     C.w = P.w + Hv_w;
     C.v = P.v + P.w.cross(m.point - P.r) + C.w.cross(C.r - m.point);

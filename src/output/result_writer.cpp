@@ -62,7 +62,6 @@ void remove_earlier_outputs(const fs::path& directory) {
   for (const char* name : {"columns.json", "summary.json", "plots.gp", "model.json", "viewer.html"}) fs::remove(directory / name, ignored);
 }
 
-
 /// NumPy's .npy header (format 1.0) for a C-ordered float64 matrix of `rows` x `columns`, padded
 /// to kNpyHeaderBytes so that it can be rewritten in place as rows are added.
 std::string npy_header(long rows, std::size_t columns) {

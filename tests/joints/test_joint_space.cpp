@@ -114,19 +114,28 @@ TEST(JointSpace, MotionAndConstraintSubspacesAreOrthonormalComplements) {
   }
 }
 
-// subspaces() fills [H D] by fixed-size blocks for a spherical joint: it must give what
-// motion_subspace() and constraint_subspace() give side by side, to the last bit, for every type.
-TEST(JointSpace, SubspacesAreTheMotionAndConstraintSubspacesSideBySide) {
+// subspace_columns() fills [H D] by fixed-size blocks for a spherical joint and leaves out a unit
+// joint's D: it must give what motion_subspace() and constraint_subspace() give side by side, to
+// the last bit, for every type, and a unit joint's D must be the constant JointMotions::D() reads
+// ([I; 0], the identity's first columns) while nothing is written past its H.
+TEST(JointSpace, SubspaceColumnsAreTheMotionAndConstraintSubspacesSideBySide) {
   const Mat3 Fp = Quat(0.9, 0.1, -0.3, 0.2).normalized().toRotationMatrix();
   const Mat3 Fc = Quat(0.4, -0.7, 0.5, 0.3).normalized().toRotationMatrix();
   for (const JointType type : kJointTypes) {
     const int nv = joint_nv(type);
+    const bool unit = joint_kinematics::unit_constraint_subspace(type);
     Mat6 expected = Mat6::Constant(NAN), HD = Mat6::Constant(NAN);
     joint_kinematics::motion_subspace(type, Fp, Fc, expected.leftCols(nv));
     joint_kinematics::constraint_subspace(type, Fp, Fc, expected.rightCols(6 - nv));
-    joint_kinematics::subspaces(type, Fp, Fc, HD);
-    EXPECT_TRUE(HD.allFinite()) << "type " << static_cast<int>(type);  // every entry written
-    EXPECT_EQ(HD, expected) << "type " << static_cast<int>(type);
+    joint_kinematics::subspace_columns(type, Fp, Fc, HD.data());
+    const int written = unit ? nv : 6;
+    EXPECT_TRUE(HD.leftCols(written).allFinite()) << "type " << static_cast<int>(type);  // every entry written
+    EXPECT_TRUE(HD.rightCols(6 - written).array().isNaN().all()) << "type " << static_cast<int>(type);  // and no more
+    EXPECT_EQ(Eigen::MatrixXd(HD.leftCols(written)), Eigen::MatrixXd(expected.leftCols(written))) << "type " << static_cast<int>(type);
+    if (unit) {
+      EXPECT_EQ(Eigen::MatrixXd(expected.rightCols(6 - nv)), Eigen::MatrixXd(Mat6::Identity().leftCols(6 - nv)))
+          << "type " << static_cast<int>(type);
+    }
   }
 }
 
