@@ -324,28 +324,56 @@ class HandleTree {
   struct Node {
     using MapX = Eigen::Map<Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>>;
     using MapV = Eigen::Map<Eigen::Matrix<S, Eigen::Dynamic, 1>>;
-    // All storage lives in HandleTree's arenas, laid out in the order the passes visit the nodes
-    // (a std::vector per record cost four small heap blocks a node).
-    std::span<int> handles;    // joints (AssemblyNode::handles that have rows), ascending
-    std::span<char> holds_p;   // per handle: this node holds the joint's p side
-    // A Shared leaf's K, b, f per Dim (its formulation fills K and b and reads f); empty otherwise:
-    std::span<Mat> K;          // one block, the same for every pair of handles (none without handles)
-    std::span<Vec> b;
-    std::span<Vec> f;          // loads at the handles, after disassembly
-    // A node's in its handles' rows (every inner node; an InRows leaf): with o_i = offset[i] and
-    // r = offset[h] the sum of the handles' rows m_i, G_i K_ij G_j' is the (o_i, o_j) block of the
+    struct Source {
+      int side = 0, index = 0;  // child (0 left, 1 right) and handle index there
+    };
+    // Where a node's records lie in HandleTree's arenas (laid out in the order the passes visit
+    // the nodes), and how many; the accessors below give them as spans. HandleTree's constructor
+    // sets every field. The fields every pass reads at every node (and at its children) come
+    // first, in one cache line: a record of 11 spans took 200 bytes, and loading a child's was the
+    // largest cost of a disassembly on long chains.
+    //
+    // A node in its handles' rows (every inner node; an InRows leaf): with o_i = o(i) and
+    // r = rows() the sum of the handles' rows m_i, G_i K_ij G_j' is the (o_i, o_j) block of the
     // r x r matrix K_hat(), G_i b_i and the multipliers lambda_i of handle i's joint
-    // (f_i = G_i' lambda_i) the segments at o_i of b_hat() and f_hat(). Empty for a Shared leaf.
-    // Lifetime: below a subtree's root (AssemblyTree::subtrees) these live in buffers that other
+    // (f_i = G_i' lambda_i) the segments at o_i of b_hat() and f_hat(); K~, b~, f~ lie together
+    // at rows_at (null for a Shared leaf).
+    // Lifetime: below a subtree's root (AssemblyTree::subtrees) they live in buffers that other
     // nodes of the subtree reuse (HandleTree::place_in_stack), so they hold a node's values only
     // within a pass: K~ and b~ from the node's assembly (a leaf's fill) to its parent's, f~ from
     // its parent's disassembly to its own (a leaf's leaf_out); a several-joint elimination's Z and
     // Y lie with them, and hold its values only within its assembly. After a pass, read the
     // joints' loads with multiplier() or joint_load().
-    std::span<S> K_r, b_r, f_r;
-    std::span<int> offset;     // h + 1 entries, every node
-    int o(int i) const { return offset[static_cast<std::size_t>(i)]; }
-    int rows() const { return offset.back(); }
+    S* rows_at = nullptr;
+    int* offset_at = nullptr;            // h + 1 entries, every node
+    Source* from_at = nullptr;           // per handle, inner nodes (null for leaves)
+    Eliminated* eliminated_at = nullptr; // the joints eliminated between the children (inner nodes)
+    Single* single = nullptr;      // when exactly one joint is eliminated (uses_single), in singles_: leaves have none
+    int* handles_at = nullptr;     // joints (AssemblyNode::handles that have rows), ascending
+    int h = 0;                     // handles
+    int m = 0;                     // equations eliminated here
+    int eliminated_count = 0;
+    bool in_rows = false;          // K, b, f in the handles' rows (above): every inner node, InRows leaves
+    bool uniform = false;          // one joint eliminated, and every handle has as many rows as it
+    // Read by fewer passes or nodes:
+    Multiple* multiple = nullptr;  // when several are (or a joint to ground, or many handles), in multiples_
+    char* holds_p_at = nullptr;    // per handle: this node holds the joint's p side
+    // A Shared leaf's K, b, f per Dim (its formulation fills K and b and reads f); null otherwise:
+    Mat* K_at = nullptr;           // one block, the same for every pair of handles (none without handles)
+    Vec* b_at = nullptr;           // per handle
+    Vec* f_at = nullptr;           // loads at the handles, after disassembly
+
+    int size() const { return h; }
+    std::span<int> handles() const { return {handles_at, count(h)}; }
+    std::span<char> holds_p() const { return {holds_p_at, count(h)}; }
+    std::span<Mat> K() const { return {K_at, K_at != nullptr && h > 0 ? 1u : 0u}; }
+    std::span<Vec> b() const { return {b_at, b_at != nullptr ? count(h) : 0u}; }
+    std::span<Vec> f() const { return {f_at, f_at != nullptr ? count(h) : 0u}; }
+    std::span<int> offset() const { return {offset_at, count(h) + 1}; }
+    std::span<Source> from() const { return {from_at, from_at != nullptr ? count(h) : 0u}; }
+    std::span<Eliminated> eliminated() const { return {eliminated_at, count(eliminated_count)}; }
+    int o(int i) const { return offset_at[i]; }
+    int rows() const { return offset_at[h]; }
     /// The row count every handle has, if they all have the same (fixed-size fills), else 0.
     int uniform_rows() const {
       if (size() == 0) return 0;
@@ -353,25 +381,22 @@ class HandleTree {
         if (o(i + 1) - o(i) != o(1)) return 0;
       return o(1);
     }
-    MapX K_hat() const { return MapX(K_r.data(), rows(), rows()); }
-    MapV b_hat() const { return MapV(b_r.data(), rows()); }
-    MapV f_hat() const { return MapV(f_r.data(), rows()); }
-    // Elimination of the joints between the children (inner nodes; empty for leaves).
-    std::span<Eliminated> eliminated;
-    struct Source {
-      int side = 0, index = 0;  // child (0 left, 1 right) and handle index there
-    };
-    std::span<Source> from;    // per handle (inner nodes)
-    int m = 0;                 // equations eliminated here
-    bool in_rows = false;      // K, b, f in the handles' rows (above): every inner node, InRows leaves
-    bool uniform = false;      // one joint eliminated, and every handle has as many rows as it
-    Single* single = nullptr;      // when exactly one joint is eliminated (uses_single), in singles_: leaves have none
-    Multiple* multiple = nullptr;  // when several are (or a joint to ground, or many handles), in multiples_
-    int size() const { return static_cast<int>(handles.size()); }
+    /// K~ (r x r), b~ and f~ (r each) of a node in rows; empty spans for a Shared leaf.
+    std::span<S> K_r() const { return rows_at != nullptr ? std::span<S>(rows_at, count(rows() * rows())) : std::span<S>(); }
+    std::span<S> b_r() const { return rows_at != nullptr ? std::span<S>(rows_at + rows() * rows(), count(rows())) : std::span<S>(); }
+    std::span<S> f_r() const {
+      return rows_at != nullptr ? std::span<S>(rows_at + rows() * (rows() + 1), count(rows())) : std::span<S>();
+    }
+    MapX K_hat() const { return MapX(rows_at, rows(), rows()); }
+    MapV b_hat() const { return MapV(rows_at + rows() * rows(), rows()); }
+    MapV f_hat() const { return MapV(rows_at + rows() * (rows() + 1), rows()); }
     /// A Shared leaf's K_ij, the same for every pair of its handles; nothing to set without handles.
     void set_shared_k(const Mat& K_all) {
-      if (!K.empty()) K[0] = K_all;
+      if (K_at != nullptr && h > 0) *K_at = K_all;
     }
+
+   private:
+    static std::size_t count(int k) { return static_cast<std::size_t>(k); }
   };
 
   /// sides[j]: the bodies and row count (0 to Dim; std::invalid_argument otherwise) of every
@@ -389,24 +414,24 @@ class HandleTree {
   const JointSides& sides(int joint) const { return sides_[static_cast<std::size_t>(joint)]; }
   /// Handle index of `joint` in a node (-1 if absent).
   static int handle_index(const Node& n, int joint) {
-    const auto it = std::lower_bound(n.handles.begin(), n.handles.end(), joint);
-    return it != n.handles.end() && *it == joint ? static_cast<int>(it - n.handles.begin()) : -1;
+    const auto it = std::lower_bound(n.handles().begin(), n.handles().end(), joint);
+    return it != n.handles().end() && *it == joint ? static_cast<int>(it - n.handles().begin()) : -1;
   }
 
   /// G_i, the m_i x Dim rows of handle i's joint on the side `n` holds (m_i = n.o(i+1) - n.o(i)),
   /// from the pass's joint rows. Refers into `rows`.
   static auto handle_rows(const Node& n, int i, const std::vector<JointRows<S, Dim>>& rows) {
     assert(i >= 0 && i < n.size());
-    const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(n.handles[static_cast<std::size_t>(i)])];
-    return rows_of(j, n.holds_p[static_cast<std::size_t>(i)] != 0).topRows(j.rows);
+    const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(n.handles()[static_cast<std::size_t>(i)])];
+    return rows_of(j, n.holds_p()[static_cast<std::size_t>(i)] != 0).topRows(j.rows);
   }
   /// An InRows leaf's b~_i = G_i b_i from its Dim-sized bias b_i (its formulation calls it in
   /// leaf_in, after the pass's rows are set).
   void set_leaf_bias(Node& leaf, int i, const Vec& b_i, const std::vector<JointRows<S, Dim>>& rows) const {
     assert(leaf.in_rows && i >= 0 && i < leaf.size());
-    const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(leaf.handles[static_cast<std::size_t>(i)])];
-    const bool p = leaf.holds_p[static_cast<std::size_t>(i)] != 0;
-    S* out = leaf.b_r.data() + leaf.o(i);
+    const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(leaf.handles()[static_cast<std::size_t>(i)])];
+    const bool p = leaf.holds_p()[static_cast<std::size_t>(i)] != 0;
+    S* out = leaf.b_r().data() + leaf.o(i);
     if (j.unit_rows) {
       for (int k = 0; k < j.rows; ++k) out[k] = unit_sign(p) * b_i(k);
       return;
@@ -427,11 +452,11 @@ class HandleTree {
   void load_into(const Node& leaf, int i, const std::vector<JointRows<S, Dim>>& rows, Vec& f) const {
     assert(i >= 0 && i < leaf.size());
     if (!leaf.in_rows) {
-      f = leaf.f[static_cast<std::size_t>(i)];
+      f = leaf.f()[static_cast<std::size_t>(i)];
       return;
     }
-    const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(leaf.handles[static_cast<std::size_t>(i)])];
-    rows_load(j, leaf.holds_p[static_cast<std::size_t>(i)] != 0, leaf.f_r.data() + leaf.o(i), f);
+    const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(leaf.handles()[static_cast<std::size_t>(i)])];
+    rows_load(j, leaf.holds_p()[static_cast<std::size_t>(i)] != 0, leaf.f_r().data() + leaf.o(i), f);
   }
   /// The load G_s' lambda that `joint` puts on its body on side s (the p side if `p_side`) as
   /// the last pass left it: what load() read at that body's leaf during the pass, valid after it.
@@ -555,8 +580,8 @@ class HandleTree {
   template <int R = Eigen::Dynamic>
   Rows<R, 1> project(const Node& c, int a, const Vec& v, const std::vector<JointRows<S, Dim>>& rows) const {
     const int m = rows_at(c, a);
-    const JointRows<S, Dim>& ja = rows[static_cast<std::size_t>(c.handles[static_cast<std::size_t>(a)])];
-    const bool pa = c.holds_p[static_cast<std::size_t>(a)] != 0;
+    const JointRows<S, Dim>& ja = rows[static_cast<std::size_t>(c.handles()[static_cast<std::size_t>(a)])];
+    const bool pa = c.holds_p()[static_cast<std::size_t>(a)] != 0;
     if (!ja.unit_rows) return rows_of(ja, pa).template block<R, Dim>(0, 0, m, Dim) * v;
     Rows<R, 1> out(m);  // element by element: GCC 12 warns, wrongly, of packet reads past a float 3-vector
     for (int i = 0; i < m; ++i) out(i) = unit_sign(pa) * v(i);
@@ -583,8 +608,8 @@ class HandleTree {
   static Vec spread(const Node& c, int a, const Eigen::MatrixBase<Derived>& lambda, const std::vector<JointRows<S, Dim>>& rows) {
     constexpr int R = Derived::RowsAtCompileTime;
     const Eigen::Index m = lambda.size();
-    const JointRows<S, Dim>& ja = rows[static_cast<std::size_t>(c.handles[static_cast<std::size_t>(a)])];
-    const bool pa = c.holds_p[static_cast<std::size_t>(a)] != 0;
+    const JointRows<S, Dim>& ja = rows[static_cast<std::size_t>(c.handles()[static_cast<std::size_t>(a)])];
+    const bool pa = c.holds_p()[static_cast<std::size_t>(a)] != 0;
     Vec f;
     if (ja.unit_rows) {
       f.setZero();
@@ -608,7 +633,7 @@ class HandleTree {
   }
   static const RowsMat& rows_of(const JointRows<S, Dim>& r, bool p_side) { return p_side ? r.G_p() : r.G_c(); }
   /// The rows m_i of handle i of a node (its joint's).
-  int rows_at(const Node& n, int i) const { return sides_[static_cast<std::size_t>(n.handles[static_cast<std::size_t>(i)])].rows; }
+  int rows_at(const Node& n, int i) const { return sides_[static_cast<std::size_t>(n.handles()[static_cast<std::size_t>(i)])].rows; }
   /// A child's K_ab, b_a in its handles' rows (G_a K_ab G_b', G_a b_a), RA x RB (fixed, or Dynamic).
   template <int RA = Eigen::Dynamic, int RB = Eigen::Dynamic>
   Rows<RA, RB> k_rows(const Node& c, int a, int b, const std::vector<JointRows<S, Dim>>& rows) const;
@@ -622,10 +647,13 @@ class HandleTree {
   void put_load(Node& c, int a, const Eigen::MatrixBase<Derived>& lambda, const std::vector<JointRows<S, Dim>>& rows);
   template <int M>
   Eigen::Matrix<S, M, 1> single_rhs(const Eliminated& x, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) const;
-  static bool uses_single(const Node& n) {
-    return n.eliminated.size() == 1 && n.eliminated.front().left >= 0 && n.eliminated.front().right >= 0 &&
-           n.size() <= kMaxSingleHandles && fixed_rows(n.eliminated.front().rows);
+  /// Whether a node's elimination is the single-joint kernel's (the constructor gives it a
+  /// Single then); uses_single() reads the answer from the node afterwards.
+  static bool takes_single(const Node& n) {
+    return n.eliminated().size() == 1 && n.eliminated().front().left >= 0 && n.eliminated().front().right >= 0 &&
+           n.size() <= kMaxSingleHandles && fixed_rows(n.eliminated().front().rows);
   }
+  static bool uses_single(const Node& n) { return n.single != nullptr; }
 
   const AssemblyTree* tree_;
   std::vector<JointSides> sides_;

@@ -3,6 +3,7 @@
 // to compile, and separate units build in parallel.
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -49,14 +50,20 @@ struct NodeLayout {
     if constexpr (MK != Eigen::Dynamic) return MK;
     else return n.o(i + 1) - n.o(i);
   }
+  /// r, the node's rows.
   template <class Node>
-  static Eigen::Map<Eigen::Matrix<S, R, R>> K_hat(const Node& n) { return {n.K_r.data(), n.rows(), n.rows()}; }
+  static int rows(const Node& n) {
+    if constexpr (fixed) return R;
+    else return n.rows();
+  }
   template <class Node>
-  static Eigen::Map<Eigen::Matrix<S, R, 1>> b_hat(const Node& n) { return {n.b_r.data(), n.rows()}; }
+  static Eigen::Map<Eigen::Matrix<S, R, R>> K_hat(const Node& n) { return {n.rows_at, rows(n), rows(n)}; }
   template <class Node>
-  static Eigen::Map<Eigen::Matrix<S, R, 1>> f_hat(const Node& n) { return {n.f_r.data(), n.rows()}; }
+  static Eigen::Map<Eigen::Matrix<S, R, 1>> b_hat(const Node& n) { return {n.rows_at + rows(n) * rows(n), rows(n)}; }
   template <class Node>
-  static Eigen::Map<Eigen::Matrix<S, M, R>> W(const Node& n) { return {n.single->W.data(), M, n.rows()}; }
+  static Eigen::Map<Eigen::Matrix<S, R, 1>> f_hat(const Node& n) { return {n.rows_at + rows(n) * (rows(n) + 1), rows(n)}; }
+  template <class Node>
+  static Eigen::Map<Eigen::Matrix<S, M, R>> W(const Node& n) { return {n.single->W.data(), M, rows(n)}; }
 };
 
 // Any node's layout (no single-joint kernel: W is not read).
@@ -67,6 +74,7 @@ template <class S, int Dim>
 HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides> sides, InverseMethod method,
                                LeafBlocks leaf_blocks)
     : tree_(&tree), sides_(std::move(sides)), method_(method), nodes_(tree.nodes().size()) {
+  static_assert(offsetof(Node, multiple) <= 64, "the fields every pass reads at a node fit in a cache line");
   for (std::size_t j = 0; j < sides_.size(); ++j)
     if (sides_[j].rows < 0 || sides_[j].rows > Dim)
       throw std::invalid_argument("dc::HandleTree: joint " + std::to_string(j) + " has " + std::to_string(sides_[j].rows) +
@@ -99,13 +107,13 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
   for (int id : order) {
     Node& n = node(id);
     const auto h = static_cast<std::size_t>(n.size());
-    n.offset = std::span<int>(offset_arena_.data() + o_at, h + 1);
+    n.offset_at = offset_arena_.data() + o_at;
     o_at += h + 1;
-    for (std::size_t i = 0; i < h; ++i) n.offset[i + 1] = n.offset[i] + sides_[static_cast<std::size_t>(n.handles[i])].rows;
+    for (std::size_t i = 0; i < h; ++i) n.offset_at[i + 1] = n.offset_at[i] + sides_[static_cast<std::size_t>(n.handles()[i])].rows;
     if (n.in_rows) continue;
-    n.K = std::span<Mat>(K_arena_.data() + k_at, k_blocks(id));
-    n.b = std::span<Vec>(b_arena_.data() + v_at, h);
-    n.f = std::span<Vec>(f_arena_.data() + v_at, h);
+    if (k_blocks(id) > 0) n.K_at = K_arena_.data() + k_at;
+    n.b_at = b_arena_.data() + v_at;
+    n.f_at = f_arena_.data() + v_at;
     k_at += k_blocks(id);
     v_at += h;
   }
@@ -128,7 +136,7 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
       rows_at[static_cast<std::size_t>(id)] = scalar_size = aligned(scalar_size);
       scalar_size += rows_block_size(n);
     }
-    if (uses_single(n)) {
+    if (takes_single(n)) {
       ++singles;
       kept_at[static_cast<std::size_t>(id)] = scalar_size = aligned(scalar_size);
       scalar_size += m * (m + 2 + r);
@@ -148,11 +156,9 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     const auto r = static_cast<std::size_t>(n.rows()), m = static_cast<std::size_t>(n.m);
     const int k = buffer[static_cast<std::size_t>(id)];
     S* x = k >= 0 ? stack_arena_.data() + stack_offset_[static_cast<std::size_t>(k)] : scalar_arena_.data() + rows_at[static_cast<std::size_t>(id)];
-    n.K_r = std::span<S>(x, r * r);
-    n.b_r = std::span<S>(x + r * r, r);
-    n.f_r = std::span<S>(x + r * r + r, r);
+    n.rows_at = x;  // K~ (r x r), then b~ and f~ (r each): Node::K_r(), b_r(), f_r()
     S* e = scalar_arena_.data() + kept_at[static_cast<std::size_t>(id)];
-    if (uses_single(n)) {
+    if (takes_single(n)) {
       n.single = &singles_[s_at++];
       n.single->Z_inverse = std::span<S>(e, m * m);
       n.single->beta_hat = std::span<S>(e + m * m, m);
@@ -170,16 +176,16 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
   // Base connection: the root's handles all meet the ground.
   const Node& root = node(tree.root());
   for (int i = 0; i < root.size(); ++i) {
-    const int j = root.handles[static_cast<std::size_t>(i)];
+    const int j = root.handles()[static_cast<std::size_t>(i)];
     const int rows = sides_[static_cast<std::size_t>(j)].rows;
-    base_.eliminated.push_back({j, base_.m, rows, i, -1, root.holds_p[static_cast<std::size_t>(i)] != 0});
+    base_.eliminated.push_back({j, base_.m, rows, i, -1, root.holds_p()[static_cast<std::size_t>(i)] != 0});
     base_.m += rows;
   }
   base_.multiple.resize(base_.m, method_);
   where_.resize(sides_.size());
   for (const Eliminated& x : base_.eliminated) where_[static_cast<std::size_t>(x.joint)] = {-1, x.offset};
   for (int id = 0; id < static_cast<int>(nodes_.size()); ++id)
-    for (const Eliminated& x : node(id).eliminated) where_[static_cast<std::size_t>(x.joint)] = {id, x.offset};
+    for (const Eliminated& x : node(id).eliminated()) where_[static_cast<std::size_t>(x.joint)] = {id, x.offset};
 }
 
 // Every node's handles (the joints with rows), holds_p, from and eliminated, in arenas laid out in
@@ -203,15 +209,17 @@ void HandleTree<S, Dim>::take_records(const std::vector<int>& order) {
     const AssemblyNode& a = tree_->node(id);
     Node& n = node(id);
     const std::size_t h = count(a.handles);
-    n.handles = std::span<int>(handle_arena_.data() + h_at, h);
-    std::copy_if(a.handles.begin(), a.handles.end(), n.handles.begin(), loaded);
-    n.holds_p = std::span<char>(holds_p_arena_.data() + h_at, h);
+    n.handles_at = handle_arena_.data() + h_at;
+    n.h = static_cast<int>(h);
+    std::copy_if(a.handles.begin(), a.handles.end(), n.handles().begin(), loaded);
+    n.holds_p_at = holds_p_arena_.data() + h_at;
     h_at += h;
     if (a.is_leaf()) continue;
-    n.from = std::span<typename Node::Source>(from_arena_.data() + from_at, h);
+    n.from_at = from_arena_.data() + from_at;
     from_at += h;
-    n.eliminated = std::span<Eliminated>(eliminated_arena_.data() + e_at, count(a.eliminated));
-    e_at += n.eliminated.size();
+    n.eliminated_at = eliminated_arena_.data() + e_at;
+    n.eliminated_count = static_cast<int>(count(a.eliminated));
+    e_at += n.eliminated().size();
   }
 }
 
@@ -278,8 +286,8 @@ void HandleTree<S, Dim>::setup_node(int id) {
   const AssemblyNode& a = tree_->node(id);
   Node& n = node(id);
   auto loaded = [&](int j) { return sides_[static_cast<std::size_t>(j)].rows > 0; };
-  for (std::size_t i = 0; i < n.handles.size(); ++i)
-    n.holds_p[i] = tree_->contains(id, sides_[static_cast<std::size_t>(n.handles[i])].body_p);
+  for (std::size_t i = 0; i < n.handles().size(); ++i)
+    n.holds_p()[i] = tree_->contains(id, sides_[static_cast<std::size_t>(n.handles()[i])].body_p);
   if (a.is_leaf()) return;
   const Node& left = node(a.left);
   const Node& right = node(a.right);
@@ -289,16 +297,16 @@ void HandleTree<S, Dim>::setup_node(int id) {
     const int rows = sides_[static_cast<std::size_t>(j)].rows;
     const int l = handle_index(left, j), r = handle_index(right, j);
     // A joint to ground has one side here: p_left still says which side would hold p.
-    const bool p_left = l >= 0 ? left.holds_p[static_cast<std::size_t>(l)] != 0 : right.holds_p[static_cast<std::size_t>(r)] == 0;
-    n.eliminated[e++] = {j, n.m, rows, l, r, p_left};
+    const bool p_left = l >= 0 ? left.holds_p()[static_cast<std::size_t>(l)] != 0 : right.holds_p()[static_cast<std::size_t>(r)] == 0;
+    n.eliminated()[e++] = {j, n.m, rows, l, r, p_left};
     n.m += rows;
   }
-  for (std::size_t i = 0; i < n.handles.size(); ++i) {
-    const int j = n.handles[i], l = handle_index(left, j);
-    n.from[i] = l >= 0 ? typename Node::Source{0, l} : typename Node::Source{1, handle_index(right, j)};
+  for (std::size_t i = 0; i < n.handles().size(); ++i) {
+    const int j = n.handles()[i], l = handle_index(left, j);
+    n.from()[i] = l >= 0 ? typename Node::Source{0, l} : typename Node::Source{1, handle_index(right, j)};
   }
-  n.uniform = n.eliminated.size() == 1 &&
-              std::all_of(n.handles.begin(), n.handles.end(), [&](int j) { return sides_[static_cast<std::size_t>(j)].rows == n.m; });
+  n.uniform = n.eliminated().size() == 1 &&
+              std::all_of(n.handles().begin(), n.handles().end(), [&](int j) { return sides_[static_cast<std::size_t>(j)].rows == n.m; });
 }
 
 // K~, b~, f~ (r (r + 2) scalars) and, for a several-joint elimination (several joints, a joint to
@@ -307,7 +315,7 @@ void HandleTree<S, Dim>::setup_node(int id) {
 // disassembly) reads, in its stack buffer or its own storage.
 template <class S, int Dim>
 std::size_t HandleTree<S, Dim>::rows_block_size(const Node& n) const {
-  if (uses_single(n) || n.m == 0) return static_cast<std::size_t>(n.rows() * (n.rows() + 2));
+  if (takes_single(n) || n.m == 0) return static_cast<std::size_t>(n.rows() * (n.rows() + 2));
   return scratch_offset(n) + multiple_layout(n.m).scratch_size(n.size());
 }
 
@@ -332,10 +340,10 @@ template <int RA, int RB, class Out>
     out = c.K_hat().template block<RA, RB>(c.o(a), c.o(b), ma, mb);
     return;
   }
-  const Mat& K = c.K.front();
-  const JointRows<S, Dim>& ja = rows[static_cast<std::size_t>(c.handles[static_cast<std::size_t>(a)])];
-  const JointRows<S, Dim>& jb = rows[static_cast<std::size_t>(c.handles[static_cast<std::size_t>(b)])];
-  const bool pa = c.holds_p[static_cast<std::size_t>(a)] != 0, pb = c.holds_p[static_cast<std::size_t>(b)] != 0;
+  const Mat& K = c.K().front();
+  const JointRows<S, Dim>& ja = rows[static_cast<std::size_t>(c.handles()[static_cast<std::size_t>(a)])];
+  const JointRows<S, Dim>& jb = rows[static_cast<std::size_t>(c.handles()[static_cast<std::size_t>(b)])];
+  const bool pa = c.holds_p()[static_cast<std::size_t>(a)] != 0, pb = c.holds_p()[static_cast<std::size_t>(b)] != 0;
   if (ja.unit_rows && jb.unit_rows) out = (unit_sign(pa) * unit_sign(pb)) * K.template block<RA, RB>(0, 0, ma, mb);
   else  // into out itself, as k_rows' return value was made: out is the parent's, K and G the child's
     out.noalias() = rows_of(ja, pa).template block<RA, Dim>(0, 0, ma, Dim) * K * rows_of(jb, pb).template block<RB, Dim>(0, 0, mb, Dim).transpose();
@@ -346,7 +354,7 @@ template <int RA>
 [[gnu::always_inline]] inline typename HandleTree<S, Dim>::template Rows<RA, 1> HandleTree<S, Dim>::b_rows(const Node& c, int a,
                                                                               const std::vector<JointRows<S, Dim>>& rows) const {
   if (c.in_rows) return c.b_hat().template segment<RA>(c.o(a), rows_at(c, a));
-  return project<RA>(c, a, c.b[static_cast<std::size_t>(a)], rows);
+  return project<RA>(c, a, c.b()[static_cast<std::size_t>(a)], rows);
 }
 
 // The load at a child's handle a from its joint's multipliers lambda: a node in rows keeps
@@ -357,7 +365,7 @@ void HandleTree<S, Dim>::put_load(Node& c, int a, const Eigen::MatrixBase<Derive
                                   const std::vector<JointRows<S, Dim>>& rows) {
   constexpr int R = Derived::RowsAtCompileTime;
   if (c.in_rows) c.f_hat().template segment<R>(c.o(a), lambda.size()) = lambda;
-  else c.f[static_cast<std::size_t>(a)] = spread(c, a, lambda, rows);
+  else c.f()[static_cast<std::size_t>(a)] = spread(c, a, lambda, rows);
 }
 
 // One joint of M rows between the children (chains, trees), in the handles' rows: Z is M x M,
@@ -369,7 +377,7 @@ template <int M, int MK, int H>
 void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
   using MatM = Eigen::Matrix<S, M, M>;
   using L = NodeLayout<S, M, MK, H>;
-  const Eliminated& x = n.eliminated.front();
+  const Eliminated& x = n.eliminated().front();
   const JointRows<S, Dim>& jr = rows[static_cast<std::size_t>(x.joint)];
   Single& e = *n.single;
   const int at[2] = {x.left, x.right};  // the joint's handle in each child
@@ -390,7 +398,7 @@ void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], co
   Rows<MK, M> Y[kMaxSingleHandles];
   auto W = L::W(n);
   for (int i = 0; i < h; ++i) {
-    const auto src = n.from[static_cast<std::size_t>(i)];
+    const auto src = n.from()[static_cast<std::size_t>(i)];
     k_rows_into<MK, M>(Y[i], *side[src.side], src.index, at[src.side], rows);
     W.template block<M, MK>(0, L::o(n, i), M, Y[i].rows()).noalias() = Z_inverse * Y[i].transpose();
   }
@@ -398,10 +406,10 @@ void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], co
   auto K_hat = L::K_hat(n);
   auto b_hat = L::b_hat(n);
   for (int i = 0; i < h; ++i) {
-    const auto si = n.from[static_cast<std::size_t>(i)];
+    const auto si = n.from()[static_cast<std::size_t>(i)];
     const auto mi = Y[i].rows();
     for (int j = i; j < h; ++j) {
-      const auto sj = n.from[static_cast<std::size_t>(j)];
+      const auto sj = n.from()[static_cast<std::size_t>(j)];
       const auto mj = Y[j].rows();
       auto K = K_hat.template block<MK, MK>(L::o(n, i), L::o(n, j), mi, mj);
       if (si.side == sj.side) k_rows_into<MK, MK>(K, *side[si.side], si.index, sj.index, rows);
@@ -422,7 +430,7 @@ template <class L>
 void HandleTree<S, Dim>::pass_handle_loads(Node& n, Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
   const auto f_hat = L::f_hat(n);
   for (int i = 0; i < L::size(n); ++i) {
-    const auto src = n.from[static_cast<std::size_t>(i)];
+    const auto src = n.from()[static_cast<std::size_t>(i)];
     put_load(*side[src.side], src.index, f_hat.template segment<L::mk>(L::o(n, i), L::m(n, i)), rows);
   }
 }
@@ -435,7 +443,7 @@ template <int M, int MK, int H>
 void HandleTree<S, Dim>::recover_single(Node& n, Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
   using L = NodeLayout<S, M, MK, H>;
   pass_handle_loads<L>(n, side, rows);
-  const Eliminated& x = n.eliminated.front();
+  const Eliminated& x = n.eliminated().front();
   Single& e = *n.single;
   Eigen::Map<Eigen::Matrix<S, M, 1>> lambda(e.lambda.data());
   lambda = Eigen::Map<const Eigen::Matrix<S, M, 1>>(e.beta_hat.data());
@@ -466,22 +474,22 @@ void HandleTree<S, Dim>::eliminate_multiple(Node& n, const Node* const side[2], 
   auto Z = e.Z();
   auto beta_hat = e.beta_hat();
   Z.setZero();
-  for (const Eliminated& x : n.eliminated) {
+  for (const Eliminated& x : n.eliminated()) {
     beta_hat.segment(x.offset, x.rows) = rows[static_cast<std::size_t>(x.joint)].r.head(x.rows);
     for (int s = 0; s < 2; ++s) {
       if (index(x, s) < 0) continue;
       beta_hat.segment(x.offset, x.rows) -= b_rows(*side[s], index(x, s), rows);
-      for (const Eliminated& x2 : n.eliminated)
+      for (const Eliminated& x2 : n.eliminated())
         if (index(x2, s) >= 0) Z.block(x.offset, x2.offset, x.rows, x2.rows) += k_rows(*side[s], index(x, s), index(x2, s), rows);
     }
   }
-  for (const Eliminated& x : n.eliminated)
+  for (const Eliminated& x : n.eliminated())
     Z.diagonal().segment(x.offset, x.rows).array() += rows[static_cast<std::size_t>(x.joint)].compliance;
   for (int i = 0; i < n.size(); ++i) {
-    const auto src = n.from[static_cast<std::size_t>(i)];
+    const auto src = n.from()[static_cast<std::size_t>(i)];
     const int mi = rows_at(n, i);
     auto Y = e.Y(i).topRows(mi);
-    for (const Eliminated& x : n.eliminated)
+    for (const Eliminated& x : n.eliminated())
       if (index(x, src.side) < 0) Y.middleCols(x.offset, x.rows).setZero();
       else Y.middleCols(x.offset, x.rows) = k_rows(*side[src.side], src.index, index(x, src.side), rows);
     e.W(i).leftCols(mi) = Y.transpose();
@@ -493,11 +501,11 @@ void HandleTree<S, Dim>::eliminate_multiple(Node& n, const Node* const side[2], 
     e.solver.solve_in_place(W);
   }
   for (int i = 0; i < n.size(); ++i) {
-    const auto si = n.from[static_cast<std::size_t>(i)];
+    const auto si = n.from()[static_cast<std::size_t>(i)];
     const int mi = rows_at(n, i);
     const auto Yi = e.Y(i).topRows(mi);
     for (int j = i; j < n.size(); ++j) {
-      const auto sj = n.from[static_cast<std::size_t>(j)];
+      const auto sj = n.from()[static_cast<std::size_t>(j)];
       const int mj = rows_at(n, j);
       auto K = n.K_hat().block(n.o(i), n.o(j), mi, mj);
       if (si.side == sj.side) K = k_rows(*side[si.side], si.index, sj.index, rows);
@@ -516,15 +524,15 @@ void HandleTree<S, Dim>::assemble_node(int id, const std::vector<JointRows<S, Di
   const AssemblyTree::Link& a = tree_->link(id);
   const Node* const side[2] = {&node(a.left), &node(a.right)};
   if (uses_single(n)) {
-    dispatch_rows(n.eliminated.front().rows, single_sizes(n.uniform, n.size(), [&]<int M, int MK, int H>() { eliminate_single<M, MK, H>(n, side, rows); }));
+    dispatch_rows(n.eliminated().front().rows, single_sizes(n.uniform, n.size(), [&]<int M, int MK, int H>() { eliminate_single<M, MK, H>(n, side, rows); }));
   } else if (n.m > 0) {
     eliminate_multiple(n, side, rows);
   } else {  // the children share no joint: C is their union
     for (int i = 0; i < n.size(); ++i) {
-      const auto si = n.from[static_cast<std::size_t>(i)];
+      const auto si = n.from()[static_cast<std::size_t>(i)];
       const int mi = rows_at(n, i);
       for (int j = 0; j < n.size(); ++j) {
-        const auto sj = n.from[static_cast<std::size_t>(j)];
+        const auto sj = n.from()[static_cast<std::size_t>(j)];
         auto K = n.K_hat().block(n.o(i), n.o(j), mi, rows_at(n, j));
         if (si.side == sj.side) K = k_rows(*side[si.side], si.index, sj.index, rows);
         else K.setZero();
@@ -537,8 +545,8 @@ void HandleTree<S, Dim>::assemble_node(int id, const std::vector<JointRows<S, Di
 template <class S, int Dim>
 void HandleTree<S, Dim>::connect_base(const std::vector<JointRows<S, Dim>>& rows) {
   Node& root = node(tree_->root());
-  for (Vec& f : root.f) f.setZero();
-  std::fill(root.f_r.begin(), root.f_r.end(), S(0));
+  for (Vec& f : root.f()) f.setZero();
+  std::fill(root.f_r().begin(), root.f_r().end(), S(0));
   if (base_.m == 0) return;  // free-floating
   BaseElimination<S>& e = base_.multiple;
   e.Z.setZero();
@@ -554,8 +562,8 @@ void HandleTree<S, Dim>::connect_base(const std::vector<JointRows<S, Dim>>& rows
 template <class S, int Dim>
 void HandleTree<S, Dim>::connect_base_bias(const std::vector<JointRows<S, Dim>>& rows) {
   Node& root = node(tree_->root());
-  for (Vec& f : root.f) f.setZero();
-  std::fill(root.f_r.begin(), root.f_r.end(), S(0));
+  for (Vec& f : root.f()) f.setZero();
+  std::fill(root.f_r().begin(), root.f_r().end(), S(0));
   if (base_.m > 0) base_loads(rows);
 }
 
@@ -579,11 +587,11 @@ void HandleTree<S, Dim>::assemble_bias_node(int id, const std::vector<JointRows<
   const AssemblyTree::Link& a = tree_->link(id);
   const Node* const side[2] = {&node(a.left), &node(a.right)};
   for (int i = 0; i < n.size(); ++i) {
-    const auto si = n.from[static_cast<std::size_t>(i)];
+    const auto si = n.from()[static_cast<std::size_t>(i)];
     n.b_hat().segment(n.o(i), rows_at(n, i)) = b_rows(*side[si.side], si.index, rows);
   }
   if (uses_single(n)) {
-    dispatch_rows(n.eliminated.front().rows, single_sizes(n.uniform, n.size(), [&]<int M, int MK, int H>() { bias_single<M, MK, H>(n, side, rows); }));
+    dispatch_rows(n.eliminated().front().rows, single_sizes(n.uniform, n.size(), [&]<int M, int MK, int H>() { bias_single<M, MK, H>(n, side, rows); }));
   } else if (n.m > 0) {
     bias_multiple(n, side, rows);
   }
@@ -593,7 +601,7 @@ template <class S, int Dim>
 template <int M, int MK, int H>
 void HandleTree<S, Dim>::bias_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
   using L = NodeLayout<S, M, MK, H>;
-  const Eliminated& x = n.eliminated.front();
+  const Eliminated& x = n.eliminated().front();
   Single& e = *n.single;
   const Eigen::Matrix<S, M, 1> rhs = single_rhs<M>(x, side, rows);
   Eigen::Map<Eigen::Matrix<S, M, 1>>(e.beta_hat.data()).noalias() = Eigen::Map<const Eigen::Matrix<S, M, M>>(e.Z_inverse.data()) * rhs;
@@ -608,7 +616,7 @@ void HandleTree<S, Dim>::bias_multiple(Node& n, const Node* const side[2], const
   Multiple& e = *n.multiple;
   auto lambda = e.lambda();  // holds the right-hand side here
   auto beta_hat = e.beta_hat();
-  for (const Eliminated& x : n.eliminated) {
+  for (const Eliminated& x : n.eliminated()) {
     lambda.segment(x.offset, x.rows) = rows[static_cast<std::size_t>(x.joint)].r.head(x.rows);
     for (int s = 0; s < 2; ++s)
       if (const int k = s == 0 ? x.left : x.right; k >= 0) lambda.segment(x.offset, x.rows) -= b_rows(*side[s], k, rows);
@@ -627,7 +635,7 @@ void HandleTree<S, Dim>::disassemble_node(int id, const std::vector<JointRows<S,
   const AssemblyTree::Link& a = tree_->link(id);
   Node* const side[2] = {&node(a.left), &node(a.right)};
   if (uses_single(n)) {  // its kernel passes the handles' loads down too, in its fixed sizes
-    dispatch_rows(n.eliminated.front().rows, single_sizes(n.uniform, n.size(), [&]<int M, int MK, int H>() { recover_single<M, MK, H>(n, side, rows); }));
+    dispatch_rows(n.eliminated().front().rows, single_sizes(n.uniform, n.size(), [&]<int M, int MK, int H>() { recover_single<M, MK, H>(n, side, rows); }));
     return;
   }
   pass_handle_loads<AnyLayout<S>>(n, side, rows);
@@ -641,7 +649,7 @@ void HandleTree<S, Dim>::disassemble_node(int id, const std::vector<JointRows<S,
       const int mj = rows_at(n, j);
       lambda.noalias() -= e.W(j).leftCols(mj) * n.f_hat().segment(n.o(j), mj);
     }
-    for (const Eliminated& x : n.eliminated)
+    for (const Eliminated& x : n.eliminated())
       for (int s = 0; s < 2; ++s)
         if (const int k = s == 0 ? x.left : x.right; k >= 0) put_load(*side[s], k, lambda.segment(x.offset, x.rows), rows);
   }

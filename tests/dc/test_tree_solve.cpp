@@ -198,9 +198,9 @@ TreeResult tree_solve(const Model& m, const Problem& p, bool shared, const Paral
     const auto& Minv = p.M_inverse[static_cast<std::size_t>(i)];
     const int h = node.size();
     for (int a = 0; a < h; ++a) {
-      const Mat6& Ta = p.arm.at({i, node.handles[static_cast<std::size_t>(a)]});
+      const Mat6& Ta = p.arm.at({i, node.handles()[static_cast<std::size_t>(a)]});
       const Vec6 b = Ta.transpose() * p.beta[static_cast<std::size_t>(i)];
-      if (shared) node.b[static_cast<std::size_t>(a)] = b;
+      if (shared) node.b()[static_cast<std::size_t>(a)] = b;
       else core.set_leaf_bias(node, a, b, p.rows);
       if (bias_only) continue;
       if (shared) {
@@ -211,7 +211,7 @@ TreeResult tree_solve(const Model& m, const Problem& p, bool shared, const Paral
       for (int c = 0; c < h; ++c) {
         const Eigen::MatrixXd Gc = Tree::handle_rows(node, c, p.rows);
         node.K_hat().block(node.o(a), node.o(c), Ga.rows(), Gc.rows()) =
-            Ga * Ta.transpose() * Minv * p.arm.at({i, node.handles[static_cast<std::size_t>(c)]}) * Gc.transpose();
+            Ga * Ta.transpose() * Minv * p.arm.at({i, node.handles()[static_cast<std::size_t>(c)]}) * Gc.transpose();
       }
     }
   };
@@ -219,7 +219,7 @@ TreeResult tree_solve(const Model& m, const Problem& p, bool shared, const Paral
     auto& node = core.leaf(i);
     Vec6 load = Vec6::Zero();
     for (int a = 0; a < node.size(); ++a)
-      load += p.arm.at({i, node.handles[static_cast<std::size_t>(a)]}) * core.load(node, a, p.rows);
+      load += p.arm.at({i, node.handles()[static_cast<std::size_t>(a)]}) * core.load(node, a, p.rows);
     out.x[static_cast<std::size_t>(i)] = p.beta[static_cast<std::size_t>(i)] + p.M_inverse[static_cast<std::size_t>(i)] * load;
   };
   if (bias_only) core.solve_bias(p.rows, parallel, leaf_in, leaf_out);
@@ -345,13 +345,13 @@ TEST(TreeSolve, JointLoadsAfterThePassAreTheLoadsTheLeavesReadInIt) {
       auto leaf_in = [&](int i) {
         auto& node = core.leaf(i);
         for (int a = 0; a < node.size(); ++a) {
-          const Mat6& Ta = p.arm.at({i, node.handles[static_cast<std::size_t>(a)]});
+          const Mat6& Ta = p.arm.at({i, node.handles()[static_cast<std::size_t>(a)]});
           core.set_leaf_bias(node, a, Ta.transpose() * p.beta[static_cast<std::size_t>(i)], p.rows);
           const Eigen::MatrixXd Ga = Tree::handle_rows(node, a, p.rows);
           for (int c = 0; c < node.size(); ++c) {
             const Eigen::MatrixXd Gc = Tree::handle_rows(node, c, p.rows);
             node.K_hat().block(node.o(a), node.o(c), Ga.rows(), Gc.rows()) =
-                Ga * Ta.transpose() * p.M_inverse[static_cast<std::size_t>(i)] * p.arm.at({i, node.handles[static_cast<std::size_t>(c)]}) * Gc.transpose();
+                Ga * Ta.transpose() * p.M_inverse[static_cast<std::size_t>(i)] * p.arm.at({i, node.handles()[static_cast<std::size_t>(c)]}) * Gc.transpose();
           }
         }
       };
@@ -360,7 +360,7 @@ TEST(TreeSolve, JointLoadsAfterThePassAreTheLoadsTheLeavesReadInIt) {
         const auto& node = core.leaf(i);
         for (int a = 0; a < node.size(); ++a) {
           const std::lock_guard<std::mutex> lock(guard);
-          in_pass[{node.handles[static_cast<std::size_t>(a)], i}] = core.load(node, a, p.rows);
+          in_pass[{node.handles()[static_cast<std::size_t>(a)], i}] = core.load(node, a, p.rows);
         }
       };
       core.solve(p.rows, Parallel(Threading{.threads = threads, .min_parallel_bodies = 2}, 1), leaf_in, leaf_out);
@@ -373,7 +373,7 @@ TEST(TreeSolve, JointLoadsAfterThePassAreTheLoadsTheLeavesReadInIt) {
       }
       std::set<const double*> K_blocks;
       for (int id = 0; id < static_cast<int>(tree.nodes().size()); ++id)
-        if (!core.node(id).K_r.empty()) K_blocks.insert(core.node(id).K_r.data());
+        if (!core.node(id).K_r().empty()) K_blocks.insert(core.node(id).K_r().data());
       if (threads == 1) {  // one subtree: two buffers a depth and the root's own
         EXPECT_LE(K_blocks.size(), static_cast<std::size_t>(2 * (tree.height() + 1) + 1)) << what << ": the nodes' blocks are not shared";
       }

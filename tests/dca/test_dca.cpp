@@ -74,11 +74,12 @@ void expect_mobility_rows(const std::array<int, 3>& counts, std::mt19937& rng, c
   typename dc::HandleTree<double, Dim>::Node leaf;
   int handles[] = {0, 1, 2};
   char holds_p[] = {0, 1, 0};
-  leaf.handles = handles;
-  leaf.holds_p = holds_p;
-  leaf.offset = offset;
-  std::vector<double> K(static_cast<std::size_t>(offset.back() * offset.back()), 0.0);
-  leaf.K_r = K;
+  leaf.handles_at = handles;
+  leaf.h = 3;
+  leaf.holds_p_at = holds_p;
+  leaf.offset_at = offset.data();
+  std::vector<double> K(static_cast<std::size_t>(offset.back() * (offset.back() + 2)), 0.0);  // K~, b~, f~
+  leaf.rows_at = K.data();
   jc::mobility_rows<double, Dim>(inverse_mass, J_inverse, l, rows, leaf);
   MatD M_inverse = MatD::Zero();
   M_inverse.template topLeftCorner<V, V>().diagonal().setConstant(inverse_mass);

@@ -252,7 +252,7 @@ class Ali3 final : public Formulation {
     const BodyData& b = body(i);
     const Vec4 p = b.q.tail<4>();
     const Mat34 G = G_matrix<double>(p);
-    const Vec6 wrench = ctx_.joint_blocks.wrench_on(i, core_->leaf(i).handles, blocks_, lambda_) - applied_wrench(i);
+    const Vec6 wrench = ctx_.joint_blocks.wrench_on(i, core_->leaf(i).handles(), blocks_, lambda_) - applied_wrench(i);
     Vec7 g = mass_times(i, G, b.qdd) + in_q(wrench, p);
     g.tail<4>() += quadratic_velocity(i, G, b.qd.tail<4>());
     g.tail<4>() += (b.mu + options_.alpha * psi(p)) * p;
@@ -319,7 +319,7 @@ class Ali3 final : public Formulation {
         moved.r = q.head<3>();
         moved.q = quaternion<double>(Vec4(q.tail<4>()).normalized());
         Vec7 load = Vec7::Zero();
-        for (int j : core_->leaf(i).handles)
+        for (int j : core_->leaf(i).handles())
           for (int k : ctx_.joint_blocks.blocks_of(j)) {
             const Joint& joint = model_.joints[static_cast<std::size_t>(j)];
             const bool parent = joint.parent == i;
@@ -356,13 +356,13 @@ class Ali3 final : public Formulation {
       if (full) node.set_shared_k(tangent(i, t, h));
       b.bias = bias_of(i);
       const Vec6 bias_twist = in_twist(b.bias, b.p_tangent);
-      for (auto& bh : node.b) bh = bias_twist;
+      for (auto& bh : node.b()) bh = bias_twist;
     };
     auto leaf_out = [&](int i) {
       auto& node = core_->leaf(i);
       BodyData& b = body(i);
       Vec6 f = Vec6::Zero();
-      for (const auto& fh : node.f) f += fh;
+      for (const auto& fh : node.f()) f += fh;
       b.*out = b.bias + K_times(i, in_q(f, b.p_tangent));
       after(i);
     };
@@ -446,7 +446,7 @@ class Ali3 final : public Formulation {
           [&](int i) -> Vec7 { return -K_times(i, newton_residual(i)); },  // delta_3 (Eq. 27)
           [&](int i) {
             apply_newton_increment(i, h);
-            for (int j : core_->leaf(i).handles)  // Delta lambda = -(the tree's multipliers): f = -Phi_q' Delta lambda
+            for (int j : core_->leaf(i).handles())  // Delta lambda = -(the tree's multipliers): f = -Phi_q' Delta lambda
               if (ctx_.joint_blocks.owner(j) == i) ctx_.joint_blocks.add_multiplier(j, *core_, -1.0, lambda_, blocks_);
           });
       norm = increment_norm();

@@ -90,7 +90,7 @@ void mobility_rows_sized(S inverse_mass, const AngularInverse<S, Dim>& J_inverse
 // l_h x J^-1(:, j), and row i of -P_h L_k is l_k x P_h(i, :).
 template <class S>
 bool spherical_unit_rows(const std::vector<dc::JointRows<S, 6>>& rows, const typename dc::HandleTree<S, 6>::Node& leaf) {
-  for (int j : leaf.handles) {
+  for (int j : leaf.handles()) {
     const dc::JointRows<S, 6>& r = rows[static_cast<std::size_t>(j)];
     if (!r.unit_rows || r.rows != 3) return false;
   }
@@ -106,20 +106,20 @@ void spherical_mobility_rows(S inverse_mass, const Mat3T<S>& J_inverse, std::spa
   using V3 = Vec3T<S>;
   constexpr int R = H == Eigen::Dynamic ? Eigen::Dynamic : 3 * H;
   assert(leaf.rows() == 3 * leaf.size());
-  Eigen::Map<Eigen::Matrix<S, R, R>> K_hat(leaf.K_r.data(), leaf.rows(), leaf.rows());
+  Eigen::Map<Eigen::Matrix<S, R, R>> K_hat(leaf.rows_at, leaf.rows(), leaf.rows());
   const int h = H == Eigen::Dynamic ? leaf.size() : H;
   auto signed_arm = [&](int a) {
     const V3& la = l[static_cast<std::size_t>(a)];
-    return leaf.holds_p[static_cast<std::size_t>(a)] != 0 ? V3(-la) : la;  // unit_sign: -1 on the p side
+    return leaf.holds_p()[static_cast<std::size_t>(a)] != 0 ? V3(-la) : la;  // unit_sign: -1 on the p side
   };
   for (int a = 0; a < h; ++a) {
     const V3 la = signed_arm(a);
-    const S sa = dc::HandleTree<S, 6>::unit_sign(leaf.holds_p[static_cast<std::size_t>(a)] != 0);
+    const S sa = dc::HandleTree<S, 6>::unit_sign(leaf.holds_p()[static_cast<std::size_t>(a)] != 0);
     Mat3T<S> P;
     for (int j = 0; j < 3; ++j) P.col(j) = la.cross(V3(J_inverse.col(j)));
     for (int c = a; c < h; ++c) {
       const V3 lc = signed_arm(c);
-      const S sign = sa * dc::HandleTree<S, 6>::unit_sign(leaf.holds_p[static_cast<std::size_t>(c)] != 0);
+      const S sign = sa * dc::HandleTree<S, 6>::unit_sign(leaf.holds_p()[static_cast<std::size_t>(c)] != 0);
       auto K = K_hat.template block<3, 3>(3 * a, 3 * c);
       for (int i = 0; i < 3; ++i) K.row(i) = lc.cross(V3(P.row(i).transpose())).transpose();
       K.diagonal().array() += sign * inverse_mass;

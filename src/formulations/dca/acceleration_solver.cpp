@@ -96,7 +96,7 @@ void AccelerationSolver::leaf_coefficients(int b) {
   F.tail<3>() -= s.w.cross(J.times(axes, s.w));       // w x (J w)
   auto& leaf = core_.leaf(b);
   const std::span<Vec3> l = handles_of(b);
-  for (std::size_t h = 0; h < l.size(); ++h) l[h] = points_[static_cast<std::size_t>(leaf.handles[h])] - s.r;
+  for (std::size_t h = 0; h < l.size(); ++h) l[h] = points_[static_cast<std::size_t>(leaf.handles()[h])] - s.r;
   mobility_rows<double, 6>(1.0 / mass, Ji, l, rows_, leaf);
   const Vec3 a0 = F.head<3>() / mass, alpha0 = Ji * F.tail<3>();
   for (std::size_t h = 0; h < l.size(); ++h) {  // b_h = S(l_h)' M^-1 F_e + [w x (w x l_h); 0], in rows

@@ -51,7 +51,7 @@ Engine<Kin>::Engine(const Model& model, const Topology& topology, const Assembly
   handle_l_.assign(static_cast<std::size_t>(handle_offset_.back()), Point::Zero());
   handle_joint_.reserve(handle_l_.size());
   for (int b = 0; b < model.body_count(); ++b)
-    for (const int j : core_.leaf(b).handles) handle_joint_.push_back(j);
+    for (const int j : core_.leaf(b).handles()) handle_joint_.push_back(j);
   handle_load_.assign(static_cast<std::size_t>(handle_offset_.back()), Vec::Zero());
 }
 

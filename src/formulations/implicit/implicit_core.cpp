@@ -198,14 +198,14 @@ void Core::solve_tree(bool factor, Eigen::VectorXd& multipliers) {
     auto& node = core_->leaf(i);
     const BodyData& b = body(i);
     const Vec6 bias = b.K * b.g;
-    for (auto& bh : node.b) bh = bias;
+    for (auto& bh : node.b()) bh = bias;
     if (factor) node.set_shared_k(b.K);
   };
   auto leaf_out = [&](int i) {
     auto& node = core_->leaf(i);
     BodyData& b = body(i);
     Vec6 f = b.g;
-    for (const auto& fh : node.f) f += fh;
+    for (const auto& fh : node.f()) f += fh;
     b.delta.noalias() = b.K * f;
   };
   if (factor) core_->solve(rows_, ctx_.parallel, leaf_in, leaf_out);
@@ -360,7 +360,7 @@ void Core::take_step(double h, double t1) {
 
 /// P_i' mu in body i's unknowns from `blocks` evaluated at `state`.
 Vec6 Core::load_on(int i, const std::vector<ConstraintBlock>& blocks, const SystemState& state) const {
-  const Vec6 wrench = ctx_.joint_blocks.wrench_on(i, core_->leaf(i).handles, blocks, mu_);
+  const Vec6 wrench = ctx_.joint_blocks.wrench_on(i, core_->leaf(i).handles(), blocks, mu_);
   Vec6 load;  // T' wrench for to_x's T = diag(I, A)
   load << wrench.head<3>(), state[static_cast<std::size_t>(i)].q.toRotationMatrix().transpose() * wrench.tail<3>();
   return load;
