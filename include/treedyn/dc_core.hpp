@@ -266,16 +266,6 @@ struct MultipleElimination {
   MapW W(int i) const { return {kept_at + at.w_offset + static_cast<std::size_t>(i) * at.stride, at.m, Dim}; }
 };
 
-/// The elimination of a single joint of m <= Dim rows (Y_i lives only inside the kernel; the
-/// kernels are compiled for each m). Column-major, in HandleTree's arena, r the node's handle rows:
-template <class S, int Dim>
-struct SingleElimination {
-  std::span<S> Z_inverse;         // Z^+ (m x m), kept for bias-only re-assemblies
-  std::span<S> beta_hat, lambda;  // m each
-  std::span<S> W;                 // [W_1 ... W_h], W_i = Z^+ Y_i' (m x m_i): m x r
-  bool singular = false;
-};
-
 /// Most handles a node may have for the single-joint kernel's stack storage.
 inline constexpr int kMaxSingleHandles = 8;
 
@@ -300,6 +290,12 @@ struct NoPrologue {
 /// b and f per Dim, and G is applied where its parent reads it.
 enum class LeafBlocks { InRows, Shared };
 
+/// Whether a tree's passes may be bias-only (solve_bias). Such a pass reads each single-joint
+/// elimination's Z^+ from the last full assembly. A tree made for full passes only (dca, hdca)
+/// does not keep it: an m x m block a node less to hold, and to write at every assembly, which at
+/// 65,536 bodies goes to memory.
+enum class BiasPasses { Allowed, Never };
+
 template <class S, int Dim>
 class HandleTree {
  public:
@@ -307,7 +303,6 @@ class HandleTree {
   using Vec = typename T::Vec;
   using Mat = typename T::Mat;
   using RowsMat = typename T::RowsMat;
-  using Single = SingleElimination<S, Dim>;
   using Multiple = MultipleElimination<S, Dim>;
   /// A block in handles' rows (m_i x m_j, m_i <= Dim) of fixed or dynamic size, on the stack.
   template <int R, int C>
@@ -348,13 +343,18 @@ class HandleTree {
     int* offset_at = nullptr;            // h + 1 entries, every node
     Source* from_at = nullptr;           // per handle, inner nodes (null for leaves)
     Eliminated* eliminated_at = nullptr; // the joints eliminated between the children (inner nodes)
-    Single* single = nullptr;      // when exactly one joint is eliminated (uses_single), in singles_: leaves have none
+    // A single-joint elimination's blocks (uses_single; null otherwise, and for leaves), column-
+    // major from here, m = this node's m rows and r = rows(): beta_hat and lambda (m each),
+    // W = [W_1 ... W_h] (m x r, W_i = Z^+ Y_i' of m x m_i; Y_i lives only inside the kernel), and
+    // Z^+ (m x m) where the tree keeps it for bias-only passes (BiasPasses::Allowed).
+    S* single_at = nullptr;
     int* handles_at = nullptr;     // joints (AssemblyNode::handles that have rows), ascending
     int h = 0;                     // handles
     int m = 0;                     // equations eliminated here
     int eliminated_count = 0;
     bool in_rows = false;          // K, b, f in the handles' rows (above): every inner node, InRows leaves
     bool uniform = false;          // one joint eliminated, and every handle has as many rows as it
+    bool singular = false;         // a single-joint elimination's Z was singular in the last assembly
     // Read by fewer passes or nodes:
     Multiple* multiple = nullptr;  // when several are (or a joint to ground, or many handles), in multiples_
     char* holds_p_at = nullptr;    // per handle: this node holds the joint's p side
@@ -401,9 +401,10 @@ class HandleTree {
 
   /// sides[j]: the bodies and row count (0 to Dim; std::invalid_argument otherwise) of every
   /// model joint j; `method`: how the eliminations invert their matrices; `leaf_blocks`: how a
-  /// leaf holds its K and b. Refers to `tree`, which must outlive it.
+  /// leaf holds its K and b; `bias_passes`: whether solve_bias() may be called (it throws
+  /// std::logic_error on a tree made with BiasPasses::Never). Refers to `tree`, which must outlive it.
   HandleTree(const AssemblyTree& tree, std::vector<JointSides> sides, InverseMethod method = InverseMethod::Cholesky,
-             LeafBlocks leaf_blocks = LeafBlocks::InRows);
+             LeafBlocks leaf_blocks = LeafBlocks::InRows, BiasPasses bias_passes = BiasPasses::Allowed);
   HandleTree(const HandleTree&) = delete;  // nodes point into the arenas
   HandleTree& operator=(const HandleTree&) = delete;
 
@@ -528,6 +529,8 @@ class HandleTree {
   template <class LeafIn, class LeafOut, class Prologue = NoPrologue>
   void solve_bias(const std::vector<JointRows<S, Dim>>& rows, const Parallel& parallel, LeafIn&& leaf_in,
                   LeafOut&& leaf_out, Prologue&& prologue = {}) {
+    if (!keeps_inverse_)
+      throw std::logic_error("dc::HandleTree::solve_bias: the tree was made with BiasPasses::Never (no Z^+ kept)");
     pass(rows, parallel, leaf_in, leaf_out, prologue, &HandleTree::assemble_bias_node, &HandleTree::connect_base_bias);
   }
 
@@ -648,19 +651,26 @@ class HandleTree {
   template <int M>
   Eigen::Matrix<S, M, 1> single_rhs(const Eliminated& x, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) const;
   /// Whether a node's elimination is the single-joint kernel's (the constructor gives it a
-  /// Single then); uses_single() reads the answer from the node afterwards.
+  /// single_at then); uses_single() reads the answer from the node afterwards.
   static bool takes_single(const Node& n) {
     return n.eliminated().size() == 1 && n.eliminated().front().left >= 0 && n.eliminated().front().right >= 0 &&
            n.size() <= kMaxSingleHandles && fixed_rows(n.eliminated().front().rows);
   }
-  static bool uses_single(const Node& n) { return n.single != nullptr; }
+  static bool uses_single(const Node& n) { return n.single_at != nullptr; }
+  /// A single-joint elimination's blocks (Node::single_at), M its rows (n.m).
+  template <int M = Eigen::Dynamic>
+  static Eigen::Map<Eigen::Matrix<S, M, 1>> beta_hat_of(const Node& n) { return {n.single_at, n.m}; }
+  template <int M = Eigen::Dynamic>
+  static Eigen::Map<Eigen::Matrix<S, M, 1>> lambda_of(const Node& n) { return {n.single_at + n.m, n.m}; }
+  template <int M>
+  static Eigen::Map<Eigen::Matrix<S, M, M>> Z_inverse_of(const Node& n) { return {n.single_at + M * (2 + n.rows()), M, M}; }
 
   const AssemblyTree* tree_;
   std::vector<JointSides> sides_;
   InverseMethod method_;
+  bool keeps_inverse_;  // BiasPasses::Allowed: a single-joint elimination keeps its Z^+
   std::vector<Node> nodes_;
   std::vector<Mat> K_arena_;
-  std::vector<Single> singles_;  // the single-joint eliminations, in the passes' visiting order
   std::vector<Multiple> multiples_;  // the several-joint eliminations, in the same order
   std::vector<Vec> b_arena_, f_arena_;
   /// Every node's blocks start at Eigen's largest alignment, in both arenas: Eigen's vectorised

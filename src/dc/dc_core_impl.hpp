@@ -63,7 +63,7 @@ struct NodeLayout {
   template <class Node>
   static Eigen::Map<Eigen::Matrix<S, R, 1>> f_hat(const Node& n) { return {n.rows_at + rows(n) * (rows(n) + 1), rows(n)}; }
   template <class Node>
-  static Eigen::Map<Eigen::Matrix<S, M, R>> W(const Node& n) { return {n.single->W.data(), M, rows(n)}; }
+  static Eigen::Map<Eigen::Matrix<S, M, R>> W(const Node& n) { return {n.single_at + 2 * M, M, rows(n)}; }
 };
 
 // Any node's layout (no single-joint kernel: W is not read).
@@ -72,8 +72,12 @@ using AnyLayout = NodeLayout<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic>;
 
 template <class S, int Dim>
 HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides> sides, InverseMethod method,
-                               LeafBlocks leaf_blocks)
-    : tree_(&tree), sides_(std::move(sides)), method_(method), nodes_(tree.nodes().size()) {
+                               LeafBlocks leaf_blocks, BiasPasses bias_passes)
+    : tree_(&tree),
+      sides_(std::move(sides)),
+      method_(method),
+      keeps_inverse_(bias_passes == BiasPasses::Allowed),
+      nodes_(tree.nodes().size()) {
   static_assert(offsetof(Node, multiple) <= 64, "the fields every pass reads at a node fit in a cache line");
   for (std::size_t j = 0; j < sides_.size(); ++j)
     if (sides_[j].rows < 0 || sides_[j].rows > Dim)
@@ -127,7 +131,7 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
   // Each node's place in the scalar arena, in the passes' order, each block group from Eigen's
   // alignment: its own K, b, f (not in a stack buffer) and its elimination's kept blocks.
   std::vector<std::size_t> rows_at(nodes_.size(), 0), kept_at(nodes_.size(), 0);
-  std::size_t singles = 0, multiples = 0, scalar_size = 0;
+  std::size_t multiples = 0, scalar_size = 0;
   for (int id : order) {
     const Node& n = node(id);
     if (!n.in_rows) continue;
@@ -137,19 +141,17 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
       scalar_size += rows_block_size(n);
     }
     if (takes_single(n)) {
-      ++singles;
       kept_at[static_cast<std::size_t>(id)] = scalar_size = aligned(scalar_size);
-      scalar_size += m * (m + 2 + r);
+      scalar_size += m * (2 + r + (keeps_inverse_ ? m : 0));  // Node::single_at
     } else if (m > 0) {
       ++multiples;
       kept_at[static_cast<std::size_t>(id)] = scalar_size = aligned(scalar_size);
       scalar_size += multiple_layout(n.m).kept_size(n.size());
     }
   }
-  singles_.resize(singles);
   multiples_.resize(multiples);
   scalar_arena_.assign(scalar_size, S(0));
-  std::size_t s_at = 0, mu_at = 0;
+  std::size_t mu_at = 0;
   for (int id : order) {
     Node& n = node(id);
     if (!n.in_rows) continue;
@@ -159,11 +161,7 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     n.rows_at = x;  // K~ (r x r), then b~ and f~ (r each): Node::K_r(), b_r(), f_r()
     S* e = scalar_arena_.data() + kept_at[static_cast<std::size_t>(id)];
     if (takes_single(n)) {
-      n.single = &singles_[s_at++];
-      n.single->Z_inverse = std::span<S>(e, m * m);
-      n.single->beta_hat = std::span<S>(e + m * m, m);
-      n.single->lambda = std::span<S>(e + m * m + m, m);
-      n.single->W = std::span<S>(e + m * m + 2 * m, m * r);
+      n.single_at = e;
     } else if (m > 0) {
       Multiple& several = multiples_[mu_at++];
       n.multiple = &several;
@@ -379,7 +377,6 @@ void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], co
   using L = NodeLayout<S, M, MK, H>;
   const Eliminated& x = n.eliminated().front();
   const JointRows<S, Dim>& jr = rows[static_cast<std::size_t>(x.joint)];
-  Single& e = *n.single;
   const int at[2] = {x.left, x.right};  // the joint's handle in each child
   // Z and beta_hat (paper 004, Eqs. 33, 34, 37): Z = G0 K0 G0' + G1 K1 G1', each the child's K in rows.
   MatM Z = k_rows<M, M>(*side[0], x.left, x.left, rows);
@@ -387,11 +384,11 @@ void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], co
   Z.diagonal().array() += jr.compliance;
   const Eigen::Matrix<S, M, 1> rhs = single_rhs<M>(x, side, rows);
   MatM Z_inverse;
-  e.singular = method_ == InverseMethod::AdjugateLdup ? !paper_inverse(Z, Z_inverse, S(1e-10))
+  n.singular = method_ == InverseMethod::AdjugateLdup ? !paper_inverse(Z, Z_inverse, S(1e-10))
                                                       : !cholesky_inverse<S, M>(Z, Z_inverse);
-  if (e.singular) Z_inverse = small_pseudo_inverse<S, M>(Z);
-  Eigen::Map<MatM>(e.Z_inverse.data()) = Z_inverse;
-  Eigen::Map<Eigen::Matrix<S, M, 1>> beta_hat(e.beta_hat.data());
+  if (n.singular) Z_inverse = small_pseudo_inverse<S, M>(Z);
+  if (keeps_inverse_) Z_inverse_of<M>(n) = Z_inverse;
+  auto beta_hat = beta_hat_of<M>(n);
   beta_hat.noalias() = Z_inverse * rhs;
   // Y_i = G_i K_i,e G' and W_i = Z^+ Y_i' (paper 004, Eqs. 35-36).
   const int h = L::size(n);
@@ -444,9 +441,8 @@ void HandleTree<S, Dim>::recover_single(Node& n, Node* const side[2], const std:
   using L = NodeLayout<S, M, MK, H>;
   pass_handle_loads<L>(n, side, rows);
   const Eliminated& x = n.eliminated().front();
-  Single& e = *n.single;
-  Eigen::Map<Eigen::Matrix<S, M, 1>> lambda(e.lambda.data());
-  lambda = Eigen::Map<const Eigen::Matrix<S, M, 1>>(e.beta_hat.data());
+  auto lambda = lambda_of<M>(n);
+  lambda = beta_hat_of<M>(n);
   const auto W = L::W(n);
   const auto f_hat = L::f_hat(n);
   for (int j = 0; j < L::size(n); ++j)
@@ -602,9 +598,8 @@ template <int M, int MK, int H>
 void HandleTree<S, Dim>::bias_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
   using L = NodeLayout<S, M, MK, H>;
   const Eliminated& x = n.eliminated().front();
-  Single& e = *n.single;
   const Eigen::Matrix<S, M, 1> rhs = single_rhs<M>(x, side, rows);
-  Eigen::Map<Eigen::Matrix<S, M, 1>>(e.beta_hat.data()).noalias() = Eigen::Map<const Eigen::Matrix<S, M, M>>(e.Z_inverse.data()) * rhs;
+  beta_hat_of<M>(n).noalias() = Z_inverse_of<M>(n) * rhs;
   const auto W = L::W(n);
   auto b_hat = L::b_hat(n);
   for (int i = 0; i < L::size(n); ++i)
@@ -659,7 +654,7 @@ template <class S, int Dim>
 bool HandleTree<S, Dim>::any_singular() const {
   if (base_.m > 0 && base_.multiple.solver.singular()) return true;
   for (const Node& n : nodes_) {
-    if (uses_single(n) && n.single->singular) return true;
+    if (uses_single(n) && n.singular) return true;
     if (!uses_single(n) && n.m > 0 && n.multiple->solver.singular()) return true;
   }
   return false;
@@ -675,7 +670,7 @@ typename HandleTree<S, Dim>::Vec HandleTree<S, Dim>::multiplier(int joint) const
     out.head(rows) = base_.multiple.lambda.segment(w.offset, rows);
   } else {
     const Node& n = node(w.node);
-    if (uses_single(n)) out.head(rows) = Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>>(n.single->lambda.data(), rows);
+    if (uses_single(n)) out.head(rows) = lambda_of(n).head(rows);
     else out.head(rows) = n.multiple->lambda().segment(w.offset, rows);
   }
   return out;

@@ -312,6 +312,25 @@ TEST(TreeSolve, BiasOnlyPassesSolveNewRightHandSidesOnTheHeldEliminations) {
   }
 }
 
+// A tree made for full passes only (BiasPasses::Never, as dca and hdca make theirs) keeps no
+// Z^+: its full pass gives the numbers of a tree that keeps it, bit for bit (the same operations;
+// only what is stored differs), and it refuses a bias-only pass with a std::logic_error instead
+// of reading a Z^+ it never wrote.
+TEST(TreeSolve, ATreeForFullPassesOnlyGivesTheSameNumbersAndRefusesBiasOnlyPasses) {
+  std::mt19937 rng(23);
+  for (const char* name : {"chain32", "loop8"}) {
+    const Model m = std::string(name) == "chain32" ? make_chain(32, JointType::Spherical) : read_model_file(test::model_path(name));
+    const AssemblyTree tree(m, Topology(m), 1);
+    const Problem p = random_problem(m, false, 1e-6, rng);
+    Tree kept(tree, p.sides), full_only(tree, p.sides, InverseMethod::Cholesky, dc::LeafBlocks::InRows, dc::BiasPasses::Never);
+    const TreeResult a = tree_solve(m, p, false, Parallel{}, kept);
+    const TreeResult b = tree_solve(m, p, false, Parallel{}, full_only);
+    for (std::size_t i = 0; i < a.x.size(); ++i) EXPECT_EQ(a.x[i], b.x[i]) << name << ", body " << i;
+    for (std::size_t j = 0; j < a.lambda.size(); ++j) EXPECT_EQ(a.lambda[j], b.lambda[j]) << name << ", joint " << j;
+    EXPECT_THROW(tree_solve(m, p, false, Parallel{}, full_only, true), std::logic_error) << name;
+  }
+}
+
 // The threaded passes (with the serial threshold lowered so small trees take them) give the
 // serial numbers bit for bit.
 TEST(TreeSolve, TwoThreadsGiveTheSerialNumbersBitForBit) {

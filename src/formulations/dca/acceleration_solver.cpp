@@ -15,7 +15,7 @@ AccelerationSolver::AccelerationSolver(const Model& model, const Topology& topol
       own_joints_(joints ? std::nullopt : std::optional<JointSpace>(std::in_place, model, topology_)),
       joints_(joints ? *joints : *own_joints_),
       layout_(make_layout(model, joints_)),
-      core_(tree_, layout_.sides),
+      core_(tree_, layout_.sides, InverseMethod::Cholesky, dc::LeafBlocks::InRows, dc::BiasPasses::Never),
       loads_(model, external),
       parallel_(threading),
       baumgarte_alpha_(baumgarte_alpha),

@@ -11,7 +11,7 @@ Engine<Kin>::Engine(const Model& model, const Topology& topology, const Assembly
                     const Threading& threading, InverseMethod inverse)
     : model_(model),
       kin_(model, topology, external),
-      core_(tree, kin_.sides(), inverse),
+      core_(tree, kin_.sides(), inverse, dc::LeafBlocks::InRows, dc::BiasPasses::Never),  // full passes only
       parallel_(threading),
       loop_joints_(topology.loop_joints()),
       child_handle_(kin_.joints().tree().size(), -1),
