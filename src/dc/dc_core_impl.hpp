@@ -155,14 +155,13 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
   for (int id : order) {
     Node& n = node(id);
     if (!n.in_rows) continue;
-    const auto r = static_cast<std::size_t>(n.rows()), m = static_cast<std::size_t>(n.m);
     const int k = buffer[static_cast<std::size_t>(id)];
     S* x = k >= 0 ? stack_arena_.data() + stack_offset_[static_cast<std::size_t>(k)] : scalar_arena_.data() + rows_at[static_cast<std::size_t>(id)];
     n.rows_at = x;  // K~ (r x r), then b~ and f~ (r each): Node::K_r(), b_r(), f_r()
     S* e = scalar_arena_.data() + kept_at[static_cast<std::size_t>(id)];
     if (takes_single(n)) {
       n.single_at = e;
-    } else if (m > 0) {
+    } else if (n.m > 0) {
       Multiple& several = multiples_[mu_at++];
       n.multiple = &several;
       several.at = multiple_layout(n.m);
