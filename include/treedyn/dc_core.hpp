@@ -20,7 +20,8 @@
 // beta = -D beta_hat) in the leaner form of paper 004, Eqs. 27-37 (W^A, W^B, beta_hat: the
 // m-dimensional intermediates). Disassembly recovers
 //     lambda = beta_hat - Z^+ sum_j Y_j' f_j
-// and passes f = G' lambda to the children's eliminated handles. The base connection is the same
+// and the children take f = G' lambda at their eliminated handles (each node pulls its handles'
+// loads from its parent in its own disassembly: HandleTree::pull_loads). The base connection is the same
 // elimination of the root's handles against ground (which has no handle equations):
 //     lambda = Z^+ (r - G b)                                   (paper 001 Eqs. 43-45)
 // Here it is left with the handles of a one-body model only: the joints to ground are eliminated
@@ -336,7 +337,8 @@ class HandleTree {
     // Lifetime: below a subtree's root (AssemblyTree::subtrees) they live in buffers that other
     // nodes of the subtree reuse (HandleTree::place_in_stack), so they hold a node's values only
     // within a pass: K~ and b~ from the node's assembly (a leaf's fill) to its parent's, f~ from
-    // its parent's disassembly to its own (a leaf's leaf_out); a several-joint elimination's Z and
+    // its own disassembly (which pulls it from its parent) to its children's, which pull from it
+    // (a leaf's: to its leaf_out); a several-joint elimination's Z and
     // Y lie with them, and hold its values only within its assembly. After a pass, read the
     // joints' loads with multiplier() or joint_load().
     S* rows_at = nullptr;
@@ -516,7 +518,10 @@ class HandleTree {
   void connect_base(const std::vector<JointRows<S, Dim>>& rows);
   template <class Leaf>
   void disassemble(const std::vector<JointRows<S, Dim>>& rows, const Parallel& parallel, Leaf&& leaf) {
-    parallel.disassemble(*tree_, [&](int id) { disassemble_node(id, rows); }, [&](int id) { leaf(tree_->link(id).body); });
+    parallel.disassemble(*tree_, [&](int id) { disassemble_node(id, rows); }, [&](int id) {
+      pull_loads(id, rows);
+      leaf(tree_->link(id).body);
+    });
   }
 
   /// solve() with the elimination matrices held, a bias-only pass: leaf_in(body) fills only a
@@ -551,7 +556,10 @@ class HandleTree {
     parallel.pass(
         *tree_, prologue.count, prologue.f, [&](int id) { leaf_in(tree_->link(id).body); },
         [&](int id) { (this->*assemble)(id, rows); }, [&] { (this->*base)(rows); },
-        [&](int id) { disassemble_node(id, rows); }, [&](int id) { leaf_out(tree_->link(id).body); });
+        [&](int id) { disassemble_node(id, rows); }, [&](int id) {
+          pull_loads(id, rows);
+          leaf_out(tree_->link(id).body);
+        });
   }
   void take_records(const std::vector<int>& order);
   std::vector<int> place_in_stack();
@@ -567,10 +575,12 @@ class HandleTree {
   void assemble_node(int id, const std::vector<JointRows<S, Dim>>& rows);
   template <int M, int MK, int H>
   void eliminate_single(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
-  template <class L>
-  void pass_handle_loads(Node& n, Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
   template <int M, int MK, int H>
-  void recover_single(Node& n, Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
+  void recover_single(Node& n);
+  void pull_loads(int id, const std::vector<JointRows<S, Dim>>& rows);
+  void set_pulls();
+  /// Node n's pulls (set_pulls), one a handle, laid out as its handles are.
+  const S* const* pulls(const Node& n) const { return pull_arena_.data() + (n.handles_at - handle_arena_.data()); }
   void eliminate_multiple(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
   void disassemble_node(int id, const std::vector<JointRows<S, Dim>>& rows);
   void assemble_bias_node(int id, const std::vector<JointRows<S, Dim>>& rows);
@@ -685,6 +695,7 @@ class HandleTree {
   std::vector<std::size_t> stack_offset_;  // where each buffer starts in stack_arena_
   std::vector<int> offset_arena_;
   std::vector<int> handle_arena_;  // the nodes' handles, holds_p, from and eliminated
+  std::vector<const S*> pull_arena_;  // where each node's handle finds its load in its parent (set_pulls)
   std::vector<char> holds_p_arena_;
   std::vector<typename Node::Source> from_arena_;
   std::vector<Eliminated> eliminated_arena_;

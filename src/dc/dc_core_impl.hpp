@@ -66,10 +66,6 @@ struct NodeLayout {
   static Eigen::Map<Eigen::Matrix<S, M, R>> W(const Node& n) { return {n.single_at + 2 * M, M, rows(n)}; }
 };
 
-// Any node's layout (no single-joint kernel: W is not read).
-template <class S>
-using AnyLayout = NodeLayout<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic>;
-
 template <class S, int Dim>
 HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides> sides, InverseMethod method,
                                LeafBlocks leaf_blocks, BiasPasses bias_passes)
@@ -170,6 +166,7 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
       several.solver = PsdSolver<S>(n.m, method_);
     }
   }
+  set_pulls();
   // Base connection: the root's handles all meet the ground.
   const Node& root = node(tree.root());
   for (int i = 0; i < root.size(); ++i) {
@@ -220,12 +217,14 @@ void HandleTree<S, Dim>::take_records(const std::vector<int>& order) {
   }
 }
 
-// A node's K~, b~ and f~ are read only by its parent's assembly (after the node's own, or its
-// leaf's fill) and by its own disassembly (after its parent's): no bias-only pass, base
-// connection or multiplier() reads them. Each subtree is visited in post-order, so within it the
-// nodes whose blocks are alive at one time form a stack, one node a depth: a leaf is pushed, an
-// inner node pops its two children and is pushed where its left child was. The disassembly,
-// the same visit reversed, keeps the same nodes alive. So every node below a subtree's root takes
+// A node's K~ and b~ are read only by its parent's assembly (after the node's own, or its leaf's
+// fill), and its f~ only by its own disassembly, which writes it (pull_loads), and its children's,
+// which pull their loads from it: no bias-only pass, base connection or multiplier() reads them.
+// Each subtree is visited in post-order, so within it the nodes whose blocks are alive at one
+// time form a stack, one node a depth: a leaf is pushed, an inner node pops its two children and
+// is pushed where its left child was. The disassembly, the same visit reversed, keeps the same
+// nodes alive: a node's f~ is read by its right child next and by its left child after the right
+// child's subtree, which lies one depth deeper and more. So every node below a subtree's root takes
 // one of two buffers at its stack depth, sized for the largest node that uses it: a leaf the
 // first, an inner node the one its left child does not hold, so that it writes its blocks while
 // it reads its children's (its right child is one depth deeper). A subtree's root, read by the
@@ -419,35 +418,19 @@ void HandleTree<S, Dim>::eliminate_single(Node& n, const Node* const side[2], co
   }
 }
 
-// Handle coincidence (paper 001, Eqs. 32-33): each handle's multipliers passed to the same
-// handle in the child it comes from, read in layout L.
-template <class S, int Dim>
-template <class L>
-void HandleTree<S, Dim>::pass_handle_loads(Node& n, Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
-  const auto f_hat = L::f_hat(n);
-  for (int i = 0; i < L::size(n); ++i) {
-    const auto src = n.from()[static_cast<std::size_t>(i)];
-    put_load(*side[src.side], src.index, f_hat.template segment<L::mk>(L::o(n, i), L::m(n, i)), rows);
-  }
-}
-
-// The node's handle loads passed to the children's same handles (paper 001, Eqs. 32-33), and
-// lambda = beta_hat - sum_j W_j lambda_j (paper 004, Eq. 45, in the handles' rows) to the
-// children's eliminated handles.
+// lambda = beta_hat - sum_j W_j lambda_j (paper 004, Eq. 45, in the handles' rows) of the joint
+// the node eliminates; its children pull it, and the node's own handle loads, in their own
+// disassembly (pull_loads).
 template <class S, int Dim>
 template <int M, int MK, int H>
-void HandleTree<S, Dim>::recover_single(Node& n, Node* const side[2], const std::vector<JointRows<S, Dim>>& rows) {
+void HandleTree<S, Dim>::recover_single(Node& n) {
   using L = NodeLayout<S, M, MK, H>;
-  pass_handle_loads<L>(n, side, rows);
-  const Eliminated& x = n.eliminated().front();
   auto lambda = lambda_of<M>(n);
   lambda = beta_hat_of<M>(n);
   const auto W = L::W(n);
   const auto f_hat = L::f_hat(n);
   for (int j = 0; j < L::size(n); ++j)
     lambda.noalias() -= W.template block<M, MK>(0, L::o(n, j), M, L::m(n, j)) * f_hat.template segment<MK>(L::o(n, j), L::m(n, j));
-  put_load(*side[0], x.left, lambda, rows);
-  put_load(*side[1], x.right, lambda, rows);
 }
 
 // r - G0 b0 - G1 b1 of a single joint's equations (the right-hand side of paper 004, Eq. 37).
@@ -626,15 +609,12 @@ void HandleTree<S, Dim>::bias_multiple(Node& n, const Node* const side[2], const
 template <class S, int Dim>
 void HandleTree<S, Dim>::disassemble_node(int id, const std::vector<JointRows<S, Dim>>& rows) {
   Node& n = node(id);
-  const AssemblyTree::Link& a = tree_->link(id);
-  Node* const side[2] = {&node(a.left), &node(a.right)};
-  if (uses_single(n)) {  // its kernel passes the handles' loads down too, in its fixed sizes
-    dispatch_rows(n.eliminated().front().rows, single_sizes(n.uniform, n.size(), [&]<int M, int MK, int H>() { recover_single<M, MK, H>(n, side, rows); }));
+  pull_loads(id, rows);
+  if (uses_single(n)) {
+    dispatch_rows(n.eliminated().front().rows, single_sizes(n.uniform, n.size(), [&]<int M, int MK, int H>() { recover_single<M, MK, H>(n); }));
     return;
   }
-  pass_handle_loads<AnyLayout<S>>(n, side, rows);
-  // lambda = beta_hat - sum_j W_j lambda_j (paper 004, Eq. 45); the children's eliminated handles
-  // get their loads from it.
+  // lambda = beta_hat - sum_j W_j lambda_j (paper 004, Eq. 45) of the joints eliminated here.
   if (n.m > 0) {
     const Multiple& e = *n.multiple;
     auto lambda = e.lambda();
@@ -643,10 +623,69 @@ void HandleTree<S, Dim>::disassemble_node(int id, const std::vector<JointRows<S,
       const int mj = rows_at(n, j);
       lambda.noalias() -= e.W(j).leftCols(mj) * n.f_hat().segment(n.o(j), mj);
     }
-    for (const Eliminated& x : n.eliminated())
-      for (int s = 0; s < 2; ++s)
-        if (const int k = s == 0 ? x.left : x.right; k >= 0) put_load(*side[s], k, lambda.segment(x.offset, x.rows), rows);
   }
+}
+
+// Handle coincidence (paper 001, Eqs. 32-33) and the eliminated joints' loads, pulled: each of
+// the node's handles takes its multipliers from where its parent holds them (set_pulls), the
+// parent's own handle's or the multipliers of the joint the parent eliminated. A parent pushing
+// them waited, at 65,536 bodies, on its left child's record, a whole right subtree away in the
+// walk and last read in the assembly; the parent's blocks a child reads were written just before,
+// or 2^h nodes before at height h. The root's come from the base connection.
+template <class S, int Dim>
+void HandleTree<S, Dim>::pull_loads(int id, const std::vector<JointRows<S, Dim>>& rows) {
+  if (id == tree_->root()) return;
+  Node& n = node(id);
+  const S* const* from = pulls(n);
+  if (n.in_rows) {
+    S* f = n.rows_at + n.rows() * (n.rows() + 1);
+    for (int a = 0; a < n.size(); ++a) {
+      const int m = n.o(a + 1) - n.o(a);
+      // In the kernels' fixed sizes, as the parent's kernel wrote them and the node's reads them
+      // (a copy by other pieces would stall the reads on store forwarding).
+      if (!dispatch_rows(m, [&]<int M>() {
+            Eigen::Map<Eigen::Matrix<S, M, 1>>(f + n.o(a)) = Eigen::Map<const Eigen::Matrix<S, M, 1>>(from[a]);
+          }))
+        Eigen::Map<Eigen::Matrix<S, Eigen::Dynamic, 1>>(f + n.o(a), m) = Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>>(from[a], m);
+    }
+    return;
+  }
+  for (int a = 0; a < n.size(); ++a) {  // a Shared leaf: f_a = G_a' lambda_a, in Dim
+    Vec& f = n.f()[static_cast<std::size_t>(a)];
+    const int m = rows_at(n, a);
+    if (!dispatch_rows(m, [&]<int M>() { f = spread(n, a, Eigen::Map<const Eigen::Matrix<S, M, 1>>(from[a]), rows); }))
+      f = spread(n, a, Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>>(from[a], m), rows);
+  }
+}
+
+// Where each node's handles find their loads in their parent (pull_loads): every handle of a
+// node is either a handle of its parent (its f~ segment) or a joint the parent eliminates (its
+// lambda). After the blocks are placed; the root's stay null (the base connection pushes them).
+template <class S, int Dim>
+void HandleTree<S, Dim>::set_pulls() {
+  pull_arena_.assign(handle_arena_.size(), nullptr);
+  auto pulls_of = [&](int id) { return pull_arena_.data() + (node(id).handles_at - handle_arena_.data()); };
+  for (int id = 0; id < static_cast<int>(nodes_.size()); ++id) {
+    const Node& n = node(id);
+    if (tree_->link(id).is_leaf()) continue;
+    const int side[2] = {tree_->link(id).left, tree_->link(id).right};
+    const S* f = n.rows_at + n.rows() * (n.rows() + 1);
+    for (int i = 0; i < n.size(); ++i) {
+      const auto src = n.from()[static_cast<std::size_t>(i)];
+      pulls_of(side[src.side])[src.index] = f + n.o(i);
+    }
+    for (const Eliminated& x : n.eliminated()) {
+      const S* lambda = uses_single(n) ? n.single_at + n.m : n.multiple->lambda().data() + x.offset;
+      if (x.left >= 0) pulls_of(side[0])[x.left] = lambda;
+      if (x.right >= 0) pulls_of(side[1])[x.right] = lambda;
+    }
+  }
+  for (int id = 0; id < static_cast<int>(nodes_.size()); ++id)
+    if (id != tree_->root())
+      for (int a = 0; a < node(id).size(); ++a)
+        if (pulls_of(id)[a] == nullptr)
+          throw std::logic_error("dc::HandleTree: node " + std::to_string(id) + "'s handle " + std::to_string(a) +
+                                 " has no load in its parent");
 }
 
 template <class S, int Dim>
