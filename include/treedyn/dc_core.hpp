@@ -357,6 +357,7 @@ class HandleTree {
     bool in_rows = false;          // K, b, f in the handles' rows (above): every inner node, InRows leaves
     bool uniform = false;          // one joint eliminated, and every handle has as many rows as it
     bool singular = false;         // a single-joint elimination's Z was singular in the last assembly
+    std::int8_t handle_rows = 0;   // the rows every handle has, if they all have as many (uniform_rows()), else 0
     // Read by fewer passes or nodes:
     Multiple* multiple = nullptr;  // when several are (or a joint to ground, or many handles), in multiples_
     char* holds_p_at = nullptr;    // per handle: this node holds the joint's p side
@@ -434,7 +435,7 @@ class HandleTree {
     assert(leaf.in_rows && i >= 0 && i < leaf.size());
     const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(leaf.handles()[static_cast<std::size_t>(i)])];
     const bool p = leaf.holds_p()[static_cast<std::size_t>(i)] != 0;
-    S* out = leaf.b_r().data() + leaf.o(i);
+    S* out = leaf.b_hat().data() + leaf.o(i);
     if (j.unit_rows) {
       for (int k = 0; k < j.rows; ++k) out[k] = unit_sign(p) * b_i(k);
       return;
@@ -459,7 +460,11 @@ class HandleTree {
       return;
     }
     const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(leaf.handles()[static_cast<std::size_t>(i)])];
-    rows_load(j, leaf.holds_p()[static_cast<std::size_t>(i)] != 0, leaf.f_r().data() + leaf.o(i), f);
+    // A leaf in rows does not copy its loads: they are read where its parent holds them
+    // (pull_loads), or, at a root, where the base connection put them.
+    const S* lambda = pulls(leaf)[i];
+    if (lambda == nullptr) lambda = leaf.f_hat().data() + leaf.o(i);
+    rows_load(j, leaf.holds_p()[static_cast<std::size_t>(i)] != 0, lambda, f);
   }
   /// The load G_s' lambda that `joint` puts on its body on side s (the p side if `p_side`) as
   /// the last pass left it: what load() read at that body's leaf during the pass, valid after it.
@@ -519,7 +524,7 @@ class HandleTree {
   template <class Leaf>
   void disassemble(const std::vector<JointRows<S, Dim>>& rows, const Parallel& parallel, Leaf&& leaf) {
     parallel.disassemble(*tree_, [&](int id) { disassemble_node(id, rows); }, [&](int id) {
-      pull_loads(id, rows);
+      if (!node(id).in_rows) pull_loads(id, rows);  // a leaf in rows reads its loads where its parent holds them (load_into)
       leaf(tree_->link(id).body);
     });
   }
@@ -557,7 +562,7 @@ class HandleTree {
         *tree_, prologue.count, prologue.f, [&](int id) { leaf_in(tree_->link(id).body); },
         [&](int id) { (this->*assemble)(id, rows); }, [&] { (this->*base)(rows); },
         [&](int id) { disassemble_node(id, rows); }, [&](int id) {
-          pull_loads(id, rows);
+          if (!node(id).in_rows) pull_loads(id, rows);  // as in disassemble()
           leaf_out(tree_->link(id).body);
         });
   }

@@ -110,6 +110,7 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     n.offset_at = offset_arena_.data() + o_at;
     o_at += h + 1;
     for (std::size_t i = 0; i < h; ++i) n.offset_at[i + 1] = n.offset_at[i] + sides_[static_cast<std::size_t>(n.handles()[i])].rows;
+    n.handle_rows = static_cast<std::int8_t>(n.uniform_rows());  // at most Dim
     if (n.in_rows) continue;
     if (k_blocks(id) > 0) n.K_at = K_arena_.data() + k_at;
     n.b_at = b_arena_.data() + v_at;
@@ -639,10 +640,16 @@ void HandleTree<S, Dim>::pull_loads(int id, const std::vector<JointRows<S, Dim>>
   const S* const* from = pulls(n);
   if (n.in_rows) {
     S* f = n.rows_at + n.rows() * (n.rows() + 1);
+    // In the kernels' fixed sizes, as the parent's kernel wrote them and the node's reads them (a
+    // copy by other pieces would stall the reads on store forwarding); every handle's at once
+    // where they all have the same rows (a chain's nodes and leaves).
+    if (dispatch_rows(n.handle_rows, [&]<int M>() {
+          for (int a = 0; a < n.size(); ++a)
+            Eigen::Map<Eigen::Matrix<S, M, 1>>(f + a * M) = Eigen::Map<const Eigen::Matrix<S, M, 1>>(from[a]);
+        }))
+      return;
     for (int a = 0; a < n.size(); ++a) {
       const int m = n.o(a + 1) - n.o(a);
-      // In the kernels' fixed sizes, as the parent's kernel wrote them and the node's reads them
-      // (a copy by other pieces would stall the reads on store forwarding).
       if (!dispatch_rows(m, [&]<int M>() {
             Eigen::Map<Eigen::Matrix<S, M, 1>>(f + n.o(a)) = Eigen::Map<const Eigen::Matrix<S, M, 1>>(from[a]);
           }))
