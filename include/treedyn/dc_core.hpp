@@ -338,7 +338,8 @@ class HandleTree {
     // nodes of the subtree reuse (HandleTree::place_in_stack), so they hold a node's values only
     // within a pass: K~ and b~ from the node's assembly (a leaf's fill) to its parent's, f~ from
     // its own disassembly (which pulls it from its parent) to its children's, which pull from it
-    // (a leaf's: to its leaf_out); a several-joint elimination's Z and
+    // (a leaf in rows copies none: load() reads its loads where its parent holds them, and only a
+    // one-body model's root leaf takes its f~ from the base connection); a several-joint elimination's Z and
     // Y lie with them, and hold its values only within its assembly. After a pass, read the
     // joints' loads with multiplier() or joint_load().
     S* rows_at = nullptr;
@@ -442,9 +443,10 @@ class HandleTree {
     }
     typename Node::MapV(out, j.rows).noalias() = rows_of(j, p).topRows(j.rows) * b_i;
   }
-  /// The load f_i = G_i' lambda_i at handle i of a leaf after its disassembly, in the pass's
-  /// leaf_out (an InRows leaf's lambda_i is then overwritten by other nodes: joint_load() reads
-  /// the loads after the pass); for a Shared leaf, the f_i it holds. `rows` must be the pass's.
+  /// The load f_i = G_i' lambda_i at handle i of a leaf (one of this tree's nodes) after its
+  /// disassembly, in the pass's leaf_out (an InRows leaf's lambda_i, read where its parent holds
+  /// it, is then overwritten by other nodes: joint_load() reads the loads after the pass); for a
+  /// Shared leaf, the f_i it holds. `rows` must be the pass's.
   Vec load(const Node& leaf, int i, const std::vector<JointRows<S, Dim>>& rows) const {
     Vec f;
     load_into(leaf, i, rows, f);
