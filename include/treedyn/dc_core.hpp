@@ -373,7 +373,6 @@ class HandleTree {
     std::span<Mat> K() const { return {K_at, K_at != nullptr && h > 0 ? 1u : 0u}; }
     std::span<Vec> b() const { return {b_at, b_at != nullptr ? count(h) : 0u}; }
     std::span<Vec> f() const { return {f_at, f_at != nullptr ? count(h) : 0u}; }
-    std::span<int> offset() const { return {offset_at, count(h) + 1}; }
     std::span<Source> from() const { return {from_at, from_at != nullptr ? count(h) : 0u}; }
     std::span<Eliminated> eliminated() const { return {eliminated_at, count(eliminated_count)}; }
     int o(int i) const { return offset_at[i]; }
@@ -385,9 +384,8 @@ class HandleTree {
         if (o(i + 1) - o(i) != o(1)) return 0;
       return o(1);
     }
-    /// K~ (r x r), b~ and f~ (r each) of a node in rows; empty spans for a Shared leaf.
+    /// K~ (r x r) and f~ (r) of a node in rows; empty spans for a Shared leaf.
     std::span<S> K_r() const { return rows_at != nullptr ? std::span<S>(rows_at, count(rows() * rows())) : std::span<S>(); }
-    std::span<S> b_r() const { return rows_at != nullptr ? std::span<S>(rows_at + rows() * rows(), count(rows())) : std::span<S>(); }
     std::span<S> f_r() const {
       return rows_at != nullptr ? std::span<S>(rows_at + rows() * (rows() + 1), count(rows())) : std::span<S>();
     }
@@ -504,6 +502,12 @@ class HandleTree {
       return (call_if_fixed<I + 1>(m, f) || ...);
     }(std::make_integer_sequence<int, Dim>{});
   }
+  /// dispatch_rows, and f.template operator()<Eigen::Dynamic>() for any other m: a kernel in m's
+  /// fixed size where one is compiled, else in dynamic sizes.
+  template <class F>
+  static void with_rows(int m, F&& f) {
+    if (!dispatch_rows(m, f)) f.template operator()<Eigen::Dynamic>();
+  }
 
   /// The assembly, the base connection and the disassembly in one call and one parallel region
   /// (for formulations that do not time them separately): leaf_in(body) fills a leaf's K and b,
@@ -588,6 +592,7 @@ class HandleTree {
   void set_pulls();
   /// Node n's pulls (set_pulls), one a handle, laid out as its handles are.
   const S* const* pulls(const Node& n) const { return pull_arena_.data() + (n.handles_at - handle_arena_.data()); }
+  const S** pulls(const Node& n) { return pull_arena_.data() + (n.handles_at - handle_arena_.data()); }
   void eliminate_multiple(Node& n, const Node* const side[2], const std::vector<JointRows<S, Dim>>& rows);
   void disassemble_node(int id, const std::vector<JointRows<S, Dim>>& rows);
   void assemble_bias_node(int id, const std::vector<JointRows<S, Dim>>& rows);

@@ -154,7 +154,7 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     if (!n.in_rows) continue;
     const int k = buffer[static_cast<std::size_t>(id)];
     S* x = k >= 0 ? stack_arena_.data() + stack_offset_[static_cast<std::size_t>(k)] : scalar_arena_.data() + rows_at[static_cast<std::size_t>(id)];
-    n.rows_at = x;  // K~ (r x r), then b~ and f~ (r each): Node::K_r(), b_r(), f_r()
+    n.rows_at = x;  // K~ (r x r), then b~ and f~ (r each): Node::K_hat(), b_hat(), f_hat()
     S* e = scalar_arena_.data() + kept_at[static_cast<std::size_t>(id)];
     if (takes_single(n)) {
       n.single_at = e;
@@ -639,7 +639,7 @@ void HandleTree<S, Dim>::pull_loads(int id, const std::vector<JointRows<S, Dim>>
   Node& n = node(id);
   const S* const* from = pulls(n);
   if (n.in_rows) {
-    S* f = n.rows_at + n.rows() * (n.rows() + 1);
+    S* f = n.f_hat().data();
     // In the kernels' fixed sizes, as the parent's kernel wrote them and the node's reads them (a
     // copy by other pieces would stall the reads on store forwarding); every handle's at once
     // where they all have the same rows (a chain's nodes and leaves).
@@ -650,18 +650,14 @@ void HandleTree<S, Dim>::pull_loads(int id, const std::vector<JointRows<S, Dim>>
       return;
     for (int a = 0; a < n.size(); ++a) {
       const int m = n.o(a + 1) - n.o(a);
-      if (!dispatch_rows(m, [&]<int M>() {
-            Eigen::Map<Eigen::Matrix<S, M, 1>>(f + n.o(a)) = Eigen::Map<const Eigen::Matrix<S, M, 1>>(from[a]);
-          }))
-        Eigen::Map<Eigen::Matrix<S, Eigen::Dynamic, 1>>(f + n.o(a), m) = Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>>(from[a], m);
+      with_rows(m, [&]<int M>() { Eigen::Map<Eigen::Matrix<S, M, 1>>(f + n.o(a), m) = Eigen::Map<const Eigen::Matrix<S, M, 1>>(from[a], m); });
     }
     return;
   }
   for (int a = 0; a < n.size(); ++a) {  // a Shared leaf: f_a = G_a' lambda_a, in Dim
     Vec& f = n.f()[static_cast<std::size_t>(a)];
     const int m = rows_at(n, a);
-    if (!dispatch_rows(m, [&]<int M>() { f = spread(n, a, Eigen::Map<const Eigen::Matrix<S, M, 1>>(from[a]), rows); }))
-      f = spread(n, a, Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>>(from[a], m), rows);
+    with_rows(m, [&]<int M>() { f = spread(n, a, Eigen::Map<const Eigen::Matrix<S, M, 1>>(from[a], m), rows); });
   }
 }
 
@@ -671,18 +667,18 @@ void HandleTree<S, Dim>::pull_loads(int id, const std::vector<JointRows<S, Dim>>
 template <class S, int Dim>
 void HandleTree<S, Dim>::set_pulls() {
   pull_arena_.assign(handle_arena_.size(), nullptr);
-  auto pulls_of = [&](int id) { return pull_arena_.data() + (node(id).handles_at - handle_arena_.data()); };
+  auto pulls_of = [&](int id) { return pulls(node(id)); };
   for (int id = 0; id < static_cast<int>(nodes_.size()); ++id) {
     const Node& n = node(id);
     if (tree_->link(id).is_leaf()) continue;
     const int side[2] = {tree_->link(id).left, tree_->link(id).right};
-    const S* f = n.rows_at + n.rows() * (n.rows() + 1);
+    const S* f = n.f_hat().data();
     for (int i = 0; i < n.size(); ++i) {
       const auto src = n.from()[static_cast<std::size_t>(i)];
       pulls_of(side[src.side])[src.index] = f + n.o(i);
     }
     for (const Eliminated& x : n.eliminated()) {
-      const S* lambda = uses_single(n) ? n.single_at + n.m : n.multiple->lambda().data() + x.offset;
+      const S* lambda = uses_single(n) ? lambda_of(n).data() : n.multiple->lambda().data() + x.offset;
       if (x.left >= 0) pulls_of(side[0])[x.left] = lambda;
       if (x.right >= 0) pulls_of(side[1])[x.right] = lambda;
     }

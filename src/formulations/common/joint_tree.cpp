@@ -137,11 +137,9 @@ void mobility_rows(S inverse_mass, const AngularInverse<S, Dim>& J_inverse, std:
     if (spherical_unit_rows<S>(rows, leaf))
       return leaf.size() == 2 ? spherical_mobility_rows<S, 2>(inverse_mass, J_inverse, l, leaf)
                               : spherical_mobility_rows<S, Eigen::Dynamic>(inverse_mass, J_inverse, l, leaf);
-  const int m = leaf.uniform_rows();  // 0 when the handles' rows differ
-  if (m > 0 && dc::HandleTree<S, Dim>::dispatch_rows(
-                   m, [&]<int M>() { mobility_rows_sized<S, Dim, M>(inverse_mass, J_inverse, l, rows, leaf); }))
-    return;
-  mobility_rows_sized<S, Dim, Eigen::Dynamic>(inverse_mass, J_inverse, l, rows, leaf);
+  // uniform_rows() is 0 when the handles' rows differ: the dynamic sizes then.
+  dc::HandleTree<S, Dim>::with_rows(leaf.uniform_rows(),
+                                    [&]<int M>() { mobility_rows_sized<S, Dim, M>(inverse_mass, J_inverse, l, rows, leaf); });
 }
 
 #define TREEDYN_MOBILITY_ROWS(S, Dim)                                                                           \
