@@ -139,10 +139,15 @@ class Parallel {
   /// one thread); nullptr otherwise.
   const ThreadGovernor* governor() const { return govern_ ? &governor_ : nullptr; }
 
+  /// True if for_each(count, f) would run on this thread alone (one thread, fewer items than
+  /// Threading::min_parallel_bodies, or the governor's choice of one thread): a caller may then
+  /// fold the loop into a serial one that reads the same data.
+  bool serial(int count) const { return threads_ == 1 || count < min_parallel_bodies_ || !on_threads(); }
+
   /// f(i) for i in [0, count) (serially below Threading::min_parallel_bodies items).
   template <class F>
   void for_each(int count, F&& f) const {
-    if (threads_ == 1 || count < min_parallel_bodies_ || !on_threads()) {
+    if (serial(count)) {
       for (int i = 0; i < count; ++i) f(i);
       return;
     }

@@ -21,7 +21,6 @@ Engine<Kin>::Engine(const Model& model, const Topology& topology, const Assembly
       P_known_(model.bodies.size(), Vec::Zero()),
       V_(model.bodies.size(), Vec::Zero()),
       R_(model.bodies.size(), Vec::Zero()),
-      accumulated_(model.bodies.size(), Vec::Zero()),
       A_(kin_.joints().tree().size(), Vec::Zero()),
       Hp_(kin_.joints().tree().size(), Vec::Zero()),
       rate_load_p_(loop_joints_.size(), Vec::Zero()),
@@ -81,15 +80,17 @@ typename Engine<Kin>::Point Engine<Kin>::handle_point(int joint) const {
 }
 
 template <class Kin>
-void Engine<Kin>::accumulate_outboard(std::span<const Vec> w, std::vector<Vec>& out) {
-  // Children before parents (reverse tree order): out_k = S(o_k <- c) (w_c + sum of c's children's out).
+template <class After>
+void Engine<Kin>::accumulate_outboard(std::vector<Vec>& w, std::vector<Vec>& out, After&& after) {
+  // Children before parents (reverse tree order): out_k = S(o_k <- c) (w_c + sum of c's children's
+  // out), w_c summed in place (no copy of w: one sweep less over the bodies).
   const auto& tree_joints = kin_.joints().tree();
-  std::copy(w.begin(), w.end(), accumulated_.begin());
   for (std::size_t k = tree_joints.size(); k-- > 0;) {
     const TreeJoint& t = tree_joints[k];
     const Point& o = kin_.tree_point(static_cast<int>(k));
-    out[k] = G::shift_load(accumulated_[static_cast<std::size_t>(t.child)], kin_.com(t.child) - o);
-    if (t.parent != kGround) G::add_shifted_load(accumulated_[static_cast<std::size_t>(t.parent)], out[k], o - kin_.com(t.parent));
+    out[k] = G::shift_load(w[static_cast<std::size_t>(t.child)], kin_.com(t.child) - o);
+    if (t.parent != kGround) G::add_shifted_load(w[static_cast<std::size_t>(t.parent)], out[k], o - kin_.com(t.parent));
+    after(static_cast<int>(k));
   }
 }
 
@@ -130,10 +131,12 @@ void Engine<Kin>::velocities(const Eigen::Ref<const Eigen::VectorXd>& q, const E
   start(timer);
   p_ = p.template cast<S>();
   kin_.place(q, parallel_);
-  parallel_.for_each(static_cast<int>(kin_.joints().tree().size()), [&](int k) { joint_momentum(k); });
-  parallel_.for_each(model_.body_count(), [&](int b) { known_momentum(b); });
   mark(timer, 0);
-  parallel_.for_each(model_.joint_count(), [&](int j) { joint_rows(j); });
+  parallel_.for_each(model_.joint_count(), [&](int j) {  // a tree joint's H p with its rows: one sweep over its H, D
+    joint_rows(j);
+    if (const int k = kin_.tree_index(j); k >= 0) joint_momentum(k);
+  });
+  parallel_.for_each(model_.body_count(), [&](int b) { known_momentum(b); });
   mark(timer, 1);
   core_.assemble(rows_, parallel_, [&](int b) { leaf_coefficients(b); });
   mark(timer, 2);
@@ -261,18 +264,29 @@ void Engine<Kin>::momentum_rates(double t, Eigen::Ref<Eigen::VectorXd> pdot, Sta
     kin_.loop_rate_loads(j, core_.multiplier(j), rate_load_p_[i], rate_load_c_[i]);
   }
   parallel_.for_each(model_.body_count(), [&](int b) { momentum_residual(b); });
-  accumulate_outboard(R_, A_);  // articulated loads (paper 001 Eqs. 70-76)
-  const auto& tree_joints = kin_.joints().tree();
-  parallel_.for_each(static_cast<int>(tree_joints.size()), [&](int k) {
-    // pdot_k = Hdot' Pbar + H' A, Pbar = H p + D sigma (paper 001 Eq. 77)
-    const TreeJoint& tj = tree_joints[static_cast<std::size_t>(k)];
-    const Vec P_bar = tree_load({k, S(1), child_handle_[static_cast<std::size_t>(k)]}, tj.child);
-    const auto& H = kin_.H(k);
-    const Vec& A = A_[static_cast<std::size_t>(k)];
-    kin_.Hdot_transpose_times(k, P_bar, pdot.segment(tj.v_offset, tj.nv));
-    for (int c = 0; c < tj.nv; ++c) pdot(tj.v_offset + c) += H.col(c).dot(A);
-  });
+  // Articulated loads (paper 001 Eqs. 70-76), then each joint's rate. On one thread a joint's
+  // rate follows its A_k in the same sweep (what it reads is still in cache); on several, the
+  // rates are shared among the threads once every A_k is summed. The same numbers either way.
+  const auto joints = static_cast<int>(kin_.joints().tree().size());
+  auto rate = [&](int k) { joint_rate(k, pdot); };
+  if (parallel_.serial(joints)) {
+    accumulate_outboard(R_, A_, rate);
+  } else {
+    accumulate_outboard(R_, A_);
+    parallel_.for_each(joints, rate);
+  }
   mark(timer, 6);
+}
+
+/// pdot_k = Hdot' Pbar + H' A, Pbar = H p + D sigma (paper 001 Eq. 77), after A_k is summed.
+template <class Kin>
+void Engine<Kin>::joint_rate(int k, Eigen::Ref<Eigen::VectorXd> pdot) const {
+  const TreeJoint& tj = kin_.joints().tree()[static_cast<std::size_t>(k)];
+  const Vec P_bar = tree_load({k, S(1), child_handle_[static_cast<std::size_t>(k)]}, tj.child);
+  const auto& H = kin_.H(k);
+  const Vec& A = A_[static_cast<std::size_t>(k)];
+  kin_.Hdot_transpose_times(k, P_bar, pdot.segment(tj.v_offset, tj.nv));
+  for (int c = 0; c < tj.nv; ++c) pdot(tj.v_offset + c) += H.col(c).dot(A);
 }
 
 template class Engine<SpatialKinematics<double>>;

@@ -79,8 +79,12 @@ class Engine {
   void body_twist(int b);
   void joint_velocity(int k, Eigen::Ref<Eigen::VectorXd> v) const;
   void momentum_residual(int b);
-  /// out_k = sum over the bodies i outboard of tree joint k of w_i shifted to o_k.
-  void accumulate_outboard(std::span<const Vec> w, std::vector<Vec>& out);
+  /// out_k = sum over the bodies i outboard of tree joint k of w_i shifted to o_k. Sums in w:
+  /// on return w_c holds body c's own w and all its outboard bodies' (shifted to c).
+  /// after(k), if given, runs once out_k is final.
+  template <class After = void (*)(int)>
+  void accumulate_outboard(std::vector<Vec>& w, std::vector<Vec>& out, After&& after = [](int) {});
+  void joint_rate(int k, Eigen::Ref<Eigen::VectorXd> pdot) const;
   Point handle_point(int joint) const;
   /// Full load of tree joint k on body b (sign H p + constraint impulse).
   Vec tree_load(const Incidence& x, int b) const;
@@ -115,7 +119,7 @@ class Engine {
   std::vector<Rows> rows_;
   Eigen::Matrix<S, Eigen::Dynamic, 1> p_;           // canonical momenta in S
   Eigen::VectorXd local_inertia_;
-  std::vector<Vec> P_known_, V_, R_, accumulated_, A_;
+  std::vector<Vec> P_known_, V_, R_, A_;  // R_: momenta() and momentum_rates() sum it in place
   std::vector<Vec> Hp_;                             // per tree joint: H_k p_k (after velocities())
   std::vector<Vec> rate_load_p_, rate_load_c_;      // per loop-closing joint: its Jdot' sigma
   std::span<Point> handles_of(int b);
