@@ -34,8 +34,8 @@ Engine<Kin>::Engine(const Model& model, const Topology& topology, const Assembly
     const TreeJoint& t = tree_joints[k];
     const int kk = static_cast<int>(k);
     child_handle_[k] = handle_in(t.child, t.joint);
-    incidences[static_cast<std::size_t>(t.child)].push_back({kk, S(1), child_handle_[k]});
-    if (t.parent != kGround) incidences[static_cast<std::size_t>(t.parent)].push_back({kk, S(-1), handle_in(t.parent, t.joint)});
+    incidences[static_cast<std::size_t>(t.child)].push_back({kk, t.child, S(1), child_handle_[k]});
+    if (t.parent != kGround) incidences[static_cast<std::size_t>(t.parent)].push_back({kk, t.child, S(-1), handle_in(t.parent, t.joint)});
   }
   std::vector<std::vector<LoopEnd>> loop_ends(model.bodies.size());
   for (std::size_t i = 0; i < loop_joints_.size(); ++i) {
@@ -244,9 +244,8 @@ void Engine<Kin>::momentum_residual(int b) {
   typename G::Load R = G::halves(kin_.applied(b));
   const Point v = G::point_velocity(V, Point::Zero());
   for (const Incidence& x : incidences_of(b)) {
-    const int c = kin_.joints().tree()[static_cast<std::size_t>(x.k)].child;
     const Point& o = kin_.tree_point(x.k);  // moves with the joint's child
-    const Point o_dot = G::point_velocity(V_[static_cast<std::size_t>(c)], o - kin_.com(c));
+    const Point o_dot = G::point_velocity(V_[static_cast<std::size_t>(x.child)], o - kin_.com(x.child));
     G::sub_shift_rate(R, o_dot - v, tree_force(x, b));
   }
   Vec& out = R_[static_cast<std::size_t>(b)];
@@ -282,7 +281,7 @@ void Engine<Kin>::momentum_rates(double t, Eigen::Ref<Eigen::VectorXd> pdot, Sta
 template <class Kin>
 void Engine<Kin>::joint_rate(int k, Eigen::Ref<Eigen::VectorXd> pdot) const {
   const TreeJoint& tj = kin_.joints().tree()[static_cast<std::size_t>(k)];
-  const Vec P_bar = tree_load({k, S(1), child_handle_[static_cast<std::size_t>(k)]}, tj.child);
+  const Vec P_bar = tree_load({k, tj.child, S(1), child_handle_[static_cast<std::size_t>(k)]}, tj.child);
   const auto& H = kin_.H(k);
   const Vec& A = A_[static_cast<std::size_t>(k)];
   kin_.Hdot_transpose_times(k, P_bar, pdot.segment(tj.v_offset, tj.nv));

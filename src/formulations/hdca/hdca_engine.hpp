@@ -63,6 +63,7 @@ class Engine {
  private:
   struct Incidence {  // a tree joint at a body
     int k;            // tree joint
+    int child;        // its child body (the second stage's sweep reads it here, not in the TreeJoint)
     S sign;           // +1: the body is its child, -1: its parent
     int handle;       // its handle index in the body's leaf, -1 if it carries no constraint rows
   };
