@@ -34,6 +34,7 @@ Engine<Kin>::Engine(const Model& model, const Topology& topology, const Assembly
     const TreeJoint& t = tree_joints[k];
     const int kk = static_cast<int>(k);
     child_handle_[k] = handle_in(t.child, t.joint);
+    links_.push_back({t.parent, t.child, t.v_offset, t.nv});
     incidences[static_cast<std::size_t>(t.child)].push_back({kk, t.child, S(1), child_handle_[k]});
     if (t.parent != kGround) incidences[static_cast<std::size_t>(t.parent)].push_back({kk, t.child, S(-1), handle_in(t.parent, t.joint)});
   }
@@ -150,7 +151,7 @@ void Engine<Kin>::velocities(const Eigen::Ref<const Eigen::VectorXd>& q, const E
 
 template <class Kin>
 void Engine<Kin>::joint_momentum(int k) {
-  const TreeJoint& t = kin_.joints().tree()[static_cast<std::size_t>(k)];
+  const Link& t = links_[static_cast<std::size_t>(k)];
   Hp_[static_cast<std::size_t>(k)] = subspace_times<Vec>(kin_.H(k), t.nv, p_.segment(t.v_offset, t.nv));
 }
 
@@ -212,7 +213,7 @@ void Engine<Kin>::body_twist(int b) {
 /// qdot = H' (V_c(o) - V_p(o)) (paper 001 Eq. 23, paper 004 Eq. 49).
 template <class Kin>
 void Engine<Kin>::joint_velocity(int k, Eigen::Ref<Eigen::VectorXd> v) const {
-  const TreeJoint& t = kin_.joints().tree()[static_cast<std::size_t>(k)];
+  const Link& t = links_[static_cast<std::size_t>(k)];
   const Point& o = kin_.tree_point(k);
   Vec V_rel = G::shift_twist(V_[static_cast<std::size_t>(t.child)], o - kin_.com(t.child));
   if (t.parent != kGround) G::sub_shifted_twist(V_rel, V_[static_cast<std::size_t>(t.parent)], o - kin_.com(t.parent));

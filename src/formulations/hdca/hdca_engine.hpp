@@ -67,6 +67,9 @@ class Engine {
     S sign;           // +1: the body is its child, -1: its parent
     int handle;       // its handle index in the body's leaf, -1 if it carries no constraint rows
   };
+  struct Link {       // what the first stage's sweeps over the tree joints read of a TreeJoint (16 bytes of its 104)
+    int parent, child, v_offset, nv;
+  };
   struct LoopEnd {    // a loop-closing joint at a body
     int slot;         // its place in loop_joints_ (and in rate_load_p_, rate_load_c_)
     bool child;
@@ -110,6 +113,7 @@ class Engine {
   std::vector<LoopEnd> loop_ends_;
   std::vector<int> loop_end_offset_;
   std::vector<int> loop_joints_;
+  std::vector<Link> links_;                         // per tree joint
   std::vector<int> child_handle_;                   // per tree joint: handle index in its child's leaf
   std::vector<Point> handle_l_;                     // l_h of every body's handles, body after body
   std::vector<int> handle_joint_;                   // their joints (as handle_l_): read in body order
