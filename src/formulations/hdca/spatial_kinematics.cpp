@@ -17,8 +17,8 @@ SpatialKinematics<S>::SpatialKinematics(const Model& model, const Topology& topo
       loop_point_(loop_joints_.size(), Point::Zero()),
       inverse_inertia_(model.bodies.size()),
       loop_rows_(loop_joints_.size()) {
+  com_.resize(model.bodies.size());
   if constexpr (!kDouble) {
-    com_.resize(model.bodies.size());
     tree_point_.resize(joints_.tree().size());
     H_.resize(joints_.tree().size());
     D_.resize(joints_.tree().size());
@@ -33,7 +33,7 @@ void SpatialKinematics<S>::place(const Eigen::Ref<const Eigen::VectorXd>& q, con
   parallel.for_each(model_.body_count(), [&](int i) {
     const auto b = static_cast<std::size_t>(i);
     inverse_inertia_[b].J_inverse = inertia_[b].inverse(inertia_[b].axes(bodies_[b].q)).cast<S>();
-    if constexpr (!kDouble) com_[b] = bodies_[b].r.cast<S>();
+    com_[b] = bodies_[b].r.cast<S>();
   });
   if constexpr (!kDouble)
     parallel.for_each(static_cast<int>(motion_.size()), [&](int i) {

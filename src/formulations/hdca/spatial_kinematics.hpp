@@ -48,10 +48,9 @@ class SpatialKinematics {
   /// Poses from q: everything the velocity-level solve needs. The joints are placed in tree order
   /// on this thread; the bodies' inverse inertias (and float's copies) on `parallel`'s threads.
   void place(const Eigen::Ref<const Eigen::VectorXd>& q, const Parallel& parallel);
-  const Point& com(int b) const {
-    if constexpr (kDouble) return bodies_[static_cast<std::size_t>(b)].r;
-    else return com_[static_cast<std::size_t>(b)];
-  }
+  /// A copy of the body's position, in S, made by place(): in double too, as the engine's sweeps
+  /// read it four times a right-hand side, 24 bytes a body where the BodyState takes 152.
+  const Point& com(int b) const { return com_[static_cast<std::size_t>(b)]; }
   const typename G::InverseInertia& inverse_inertia(int b) const { return inverse_inertia_[static_cast<std::size_t>(b)]; }
   const Point& tree_point(int k) const {
     if constexpr (kDouble) return motion_[static_cast<std::size_t>(k)].point;
@@ -133,8 +132,9 @@ class SpatialKinematics {
   std::vector<typename G::InverseInertia> inverse_inertia_;
   std::vector<Rows> loop_rows_;
   jc::Rows6 loop_scratch_;  // a loop joint's rows in double before rounding (its G made once, not per pass)
+  std::vector<Point> com_;  // the bodies' positions, in S
   // Float only: the results above rounded to float.
-  std::vector<Point> com_, tree_point_;
+  std::vector<Point> tree_point_;
   std::vector<Subspace> H_, D_;
   std::vector<Vec> applied_;
 };
