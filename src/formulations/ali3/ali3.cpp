@@ -53,6 +53,7 @@ class Ali3 final : public Formulation {
         state_(initial_state(model_)),
         bodies_(static_cast<std::size_t>(n_)),
         blocks_(static_cast<std::size_t>(ctx_.constraints.block_count())),
+        block_loads_(blocks_.size()),
         wrenches_(static_cast<std::size_t>(n_)),
         lambda_(Eigen::VectorXd::Zero(ctx_.constraints.rows())) {
     check(options);
@@ -195,9 +196,11 @@ class Ali3 final : public Formulation {
   /// `tangent`, also the rows' twist Jacobians J (the tree works in twist space: Phi_q = J T, see
   /// solve_tree) and their compliance (1/alpha; 0 for hard rows); otherwise the Jacobians the
   /// elimination matrices were built with are held (modified Newton, the second projection). The
-  /// blocks' own Jacobians are refreshed too (newton_residual reads them), except by an
-  /// acceleration pass without `tangent`, which follows the velocity projection at the same
-  /// positions; only acceleration passes compute gamma, and none Jdot.
+  /// blocks' own Jacobians are refreshed too, except by an acceleration pass without `tangent`,
+  /// which follows the velocity projection at the same positions; only acceleration passes
+  /// compute gamma, and none Jdot. A Newton pass also makes each block's J' lambda at the
+  /// iterate (block_loads_), which newton_residual sums in the pass's leaves: a leaf reads 112
+  /// bytes a block there, not the block.
   void joint_rows(int j, double t, bool tangent, Level level) {
     const bool gamma = level == Level::Acceleration || level == Level::InitialAcceleration;
     const ConstraintParts parts{.jacobians = tangent || !gamma, .gamma = gamma, .jdot = false};
@@ -215,6 +218,7 @@ class Ali3 final : public Formulation {
           }
           return b.gamma;
         });
+    if (level == Level::Position) ctx_.joint_blocks.block_loads(j, blocks_, lambda_, block_loads_);  // for newton_residual
   }
 
 
@@ -252,7 +256,7 @@ class Ali3 final : public Formulation {
     const BodyData& b = body(i);
     const Vec4 p = b.q.tail<4>();
     const Mat34 G = G_matrix<double>(p);
-    const Vec6 wrench = ctx_.joint_blocks.wrench_on(i, core_->leaf(i).handles(), blocks_, lambda_) - applied_wrench(i);
+    const Vec6 wrench = ctx_.joint_blocks.wrench_on(i, core_->leaf(i).handles(), block_loads_) - applied_wrench(i);
     Vec7 g = mass_times(i, G, b.qdd) + in_q(wrench, p);
     g.tail<4>() += quadratic_velocity(i, G, b.qd.tail<4>());
     g.tail<4>() += (b.mu + options_.alpha * psi(p)) * p;
@@ -373,7 +377,7 @@ class Ali3 final : public Formulation {
   }
 
   /// lambda += scale * (the tree's multipliers), block by block.
-  void add_multipliers(double scale) { ctx_.joint_blocks.add_multipliers(*core_, scale, lambda_, blocks_, ctx_.parallel); }
+  void add_multipliers(double scale) { ctx_.joint_blocks.add_multipliers(*core_, scale, lambda_, ctx_.parallel); }
 
   // The algorithm ---------------------------------------------------------------------------
   /// Consistent accelerations and multipliers at t0 (Sect. 3.5, step 1): the augmented
@@ -447,7 +451,7 @@ class Ali3 final : public Formulation {
           [&](int i) {
             apply_newton_increment(i, h);
             for (int j : core_->leaf(i).handles())  // Delta lambda = -(the tree's multipliers): f = -Phi_q' Delta lambda
-              if (ctx_.joint_blocks.owner(j) == i) ctx_.joint_blocks.add_multiplier(j, *core_, -1.0, lambda_, blocks_);
+              if (ctx_.joint_blocks.owner(j) == i) ctx_.joint_blocks.add_multiplier(j, *core_, -1.0, lambda_);
           });
       norm = increment_norm();
       ++stats_.newton_iterations;
@@ -544,6 +548,7 @@ class Ali3 final : public Formulation {
   SystemState state_;
   std::vector<BodyData> bodies_;
   std::vector<ConstraintBlock> blocks_;
+  std::vector<JointBlocks::BlockLoads> block_loads_;  // per block, J' lambda at the Newton pass's iterate (joint_rows)
   std::vector<Vec6> wrenches_;
   std::vector<Mat3> inertia_inverse_;  // J^-1 per body, for the closed-form tangent
   std::vector<Mat7> M_check_;          // M_c per body of the last full pass, only with geometric stiffness

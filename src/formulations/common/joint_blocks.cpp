@@ -9,8 +9,10 @@ JointBlocks::JointBlocks(const Model& model, const ConstraintSet& constraints, i
     : constraints_(&constraints), blocks_of_(model.joints.size()), sides_(model.joints.size()) {
   std::vector<ConstraintBlock> blocks(static_cast<std::size_t>(constraints.block_count()));
   constraints.evaluate(0.0, initial_state(model), blocks, ConstraintParts::without_jdot());
-  for (int k = 0; k < constraints.block_count(); ++k)
+  for (int k = 0; k < constraints.block_count(); ++k) {
     blocks_of_[static_cast<std::size_t>(constraints.joint_of_block(k))].push_back(k);
+    block_rows_.push_back(blocks[static_cast<std::size_t>(k)].size());
+  }
   for (int j = 0; j < model.joint_count(); ++j) {
     const Joint& joint = model.joints[static_cast<std::size_t>(j)];
     int rows = 0;

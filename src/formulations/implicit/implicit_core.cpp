@@ -210,7 +210,7 @@ void Core::solve_tree(bool factor, Eigen::VectorXd& multipliers) {
   };
   if (factor) core_->solve(rows_, ctx_.parallel, leaf_in, leaf_out);
   else core_->solve_bias(rows_, ctx_.parallel, leaf_in, leaf_out);
-  ctx_.joint_blocks.add_multipliers(*core_, -1.0, multipliers, blocks_, ctx_.parallel);
+  ctx_.joint_blocks.add_multipliers(*core_, -1.0, multipliers, ctx_.parallel);
 }
 
 namespace {
@@ -281,7 +281,7 @@ void Core::solve_sparse(bool factor, Eigen::VectorXd& multipliers) {
   sparse_solution_ = sparse_lu_.solve(sparse_rhs_);
   for (int i = 0; i < n_; ++i) body(i).delta = sparse_solution_.segment<6>(6 * i);
   ctx_.joint_blocks.add_multipliers(SparseMultipliers{&sparse_solution_, &sparse_offsets_, &ctx_.joint_blocks, n_}, -1.0,
-                                multipliers, blocks_, ctx_.parallel);
+                                multipliers, ctx_.parallel);
 }
 
 /// Fills every joint's rows from `blocks` (Jacobians at `state` with `jacobians`) with r from rhs.
