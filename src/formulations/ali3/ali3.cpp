@@ -196,19 +196,21 @@ class Ali3 final : public Formulation {
   /// `tangent`, also the rows' twist Jacobians J (the tree works in twist space: Phi_q = J T, see
   /// solve_tree) and their compliance (1/alpha; 0 for hard rows); otherwise the Jacobians the
   /// elimination matrices were built with are held (modified Newton, the second projection). The
-  /// blocks' own Jacobians are refreshed too, except by an acceleration pass without `tangent`,
+  /// blocks' Jacobians are evaluated too, except by an acceleration pass without `tangent`,
   /// which follows the velocity projection at the same positions; only acceleration passes
   /// compute gamma, and none Jdot. A Newton pass also makes each block's J' lambda at the
   /// iterate (block_loads_), which newton_residual sums in the pass's leaves: a leaf reads 112
-  /// bytes a block there, not the block.
+  /// bytes a block there. The blocks themselves are not kept (blocks_ is for snapshots).
   void joint_rows(int j, double t, bool tangent, Level level) {
     const bool gamma = level == Level::Acceleration || level == Level::InitialAcceleration;
     const ConstraintParts parts{.jacobians = tangent || !gamma, .gamma = gamma, .jdot = false};
     Rows& jr = rows_[static_cast<std::size_t>(j)];
-    ctx_.joint_blocks.evaluate(j, t, state_, blocks_, parts);
     if (tangent) jr.compliance = level == Level::InitialAcceleration ? 0.0 : 1.0 / options_.alpha;
-    ctx_.joint_blocks.fill(
-        j, tangent, blocks_, jr, [](const ConstraintRows& J, int, int) -> const ConstraintRows& { return J; },
+    thread_local ConstraintBlock scratch;  // a pass's threads each evaluate their joints' blocks in turn
+    const bool newton = level == Level::Position;  // newton_residual reads the blocks' loads
+    ctx_.joint_blocks.evaluate_rows(
+        j, t, state_, parts, tangent, scratch, jr,
+        [](const ConstraintRows& J, int, int) -> const ConstraintRows& { return J; },
         [level](const ConstraintBlock& b) -> ConstraintVector {
           switch (level) {
             case Level::Position: return -b.phi;
@@ -217,8 +219,8 @@ class Ali3 final : public Formulation {
             case Level::InitialAcceleration: break;
           }
           return b.gamma;
-        });
-    if (level == Level::Position) ctx_.joint_blocks.block_loads(j, blocks_, lambda_, block_loads_);  // for newton_residual
+        },
+        newton ? &lambda_ : nullptr, newton ? &block_loads_ : nullptr);
   }
 
 
@@ -547,7 +549,7 @@ class Ali3 final : public Formulation {
   StageTimer timer_;
   SystemState state_;
   std::vector<BodyData> bodies_;
-  std::vector<ConstraintBlock> blocks_;
+  std::vector<ConstraintBlock> blocks_;  // every block at the snapshot's state (the passes keep none)
   std::vector<JointBlocks::BlockLoads> block_loads_;  // per block, J' lambda at the Newton pass's iterate (joint_rows)
   std::vector<Vec6> wrenches_;
   std::vector<Mat3> inertia_inverse_;  // J^-1 per body, for the closed-form tangent

@@ -19,6 +19,14 @@ namespace treedyn {
 
 class JointBlocks {
  public:
+  /// One block's J_P' lambda_k and J_C' lambda_k (on_p zero for a block to ground): what
+  /// wrench_on adds for it, made where the block is evaluated. A formulation that keeps them reads
+  /// 112 bytes a block where its leaves need the wrenches, not the 848-byte block (which, at
+  /// 65,536 bodies, a pass's prologue has long evicted when the leaves run).
+  struct BlockLoads {
+    int parent = kGround;
+    Vec6 on_p = Vec6::Zero(), on_c = Vec6::Zero();
+  };
   /// Evaluates every block once at the model's initial state to learn the row counts; throws
   /// std::invalid_argument naming the joint if one has more than max_rows equations.
   JointBlocks(const Model& model, const ConstraintSet& constraints, int max_rows, const std::string& formulation);
@@ -54,18 +62,25 @@ class JointBlocks {
   void fill(int joint, bool jacobians, const std::vector<ConstraintBlock>& blocks, dc::JointRows<double, Dim>& jr,
             ToCoords&& to_coords, Rhs&& rhs) const {
     if (rows(joint) == 0) return;
-    if (jacobians) {
-      const double c = jr.compliance;
-      jr.reset(rows(joint));
-      jr.compliance = c;
-    }
+    if (jacobians) reset_rows(joint, jr);
     for_each_block(joint, [&](int k, int at, int m) {
-      const ConstraintBlock& b = blocks[static_cast<std::size_t>(k)];
-      if (jacobians) {
-        if (b.parent != kGround) jr.edit_G_p().block(at, 0, m, Dim) = to_coords(b.J_P, b.parent, m);
-        jr.edit_G_c().block(at, 0, m, Dim) = to_coords(b.J_C, b.child, m);
-      }
-      jr.r.segment(at, m) = rhs(b);
+      fill_block(blocks[static_cast<std::size_t>(k)], at, m, jacobians, jr, to_coords, rhs);
+    });
+  }
+  /// evaluate(), fill() and, given `loads`, block_loads() at `lambda`, one block at a time
+  /// through `scratch`: the same rows and loads, and no block kept. A pass over many joints then
+  /// writes only their rows (at 65,536 bodies the kept 848-byte blocks cost a kilobyte of memory
+  /// traffic a joint a pass). `scratch` holds the joint's last block afterwards.
+  template <int Dim, class ToCoords, class Rhs>
+  void evaluate_rows(int joint, double t, const SystemState& state, ConstraintParts parts, bool jacobians,
+                     ConstraintBlock& scratch, dc::JointRows<double, Dim>& jr, ToCoords&& to_coords, Rhs&& rhs,
+                     const Eigen::VectorXd* lambda = nullptr, std::vector<BlockLoads>* loads = nullptr) const {
+    if (rows(joint) == 0) return;
+    if (jacobians) reset_rows(joint, jr);
+    for_each_block(joint, [&](int k, int at, int m) {
+      constraints_->evaluate_block(k, t, state, scratch, parts);
+      fill_block(scratch, at, m, jacobians, jr, to_coords, rhs);
+      if (loads) block_load(k, scratch, *lambda, (*loads)[static_cast<std::size_t>(k)]);
     });
   }
 
@@ -83,28 +98,10 @@ class JointBlocks {
       }
     return wrench;
   }
-  /// One block's J_P' lambda_k and J_C' lambda_k (on_p zero for a block to ground): what
-  /// wrench_on adds for it, made where the block is evaluated. A formulation that keeps them reads
-  /// 112 bytes a block where its leaves need the wrenches, not the 848-byte block (which, at
-  /// 65,536 bodies, a pass's prologue has long evicted when the leaves run).
-  struct BlockLoads {
-    int parent = kGround;
-    Vec6 on_p = Vec6::Zero(), on_c = Vec6::Zero();
-  };
   /// The BlockLoads of a joint's evaluated blocks at multipliers lambda, into loads (one a block).
   void block_loads(int joint, const std::vector<ConstraintBlock>& blocks, const Eigen::VectorXd& lambda,
                    std::vector<BlockLoads>& loads) const {
-    for (int k : blocks_of(joint)) {
-      const ConstraintBlock& b = blocks[static_cast<std::size_t>(k)];
-      BlockLoads& x = loads[static_cast<std::size_t>(k)];
-      const auto lambda_k = lambda.segment(constraints_->offset(k), b.size());
-      x.parent = b.parent;
-      x.on_c.setZero();
-      x.on_c.noalias() += b.J_C.transpose() * lambda_k;
-      if (b.parent == kGround) continue;
-      x.on_p.setZero();
-      x.on_p.noalias() += b.J_P.transpose() * lambda_k;
-    }
+    for (int k : blocks_of(joint)) block_load(k, blocks[static_cast<std::size_t>(k)], lambda, loads[static_cast<std::size_t>(k)]);
   }
   /// wrench_on from the blocks' BlockLoads (block_loads, at the same lambda): the same sums in the
   /// same order, so the same numbers bit for bit.
@@ -145,6 +142,33 @@ class JointBlocks {
   }
 
  private:
+  template <int Dim>
+  void reset_rows(int joint, dc::JointRows<double, Dim>& jr) const {  // keeps the compliance
+    const double c = jr.compliance;
+    jr.reset(rows(joint));
+    jr.compliance = c;
+  }
+  /// Rows [at, at + m) of a joint's rows from its evaluated block b.
+  template <int Dim, class ToCoords, class Rhs>
+  static void fill_block(const ConstraintBlock& b, int at, int m, bool jacobians, dc::JointRows<double, Dim>& jr,
+                         ToCoords& to_coords, Rhs& rhs) {
+    if (jacobians) {
+      if (b.parent != kGround) jr.edit_G_p().block(at, 0, m, Dim) = to_coords(b.J_P, b.parent, m);
+      jr.edit_G_c().block(at, 0, m, Dim) = to_coords(b.J_C, b.child, m);
+    }
+    jr.r.segment(at, m) = rhs(b);
+  }
+  /// Block k's BlockLoads from its evaluated b at lambda.
+  void block_load(int k, const ConstraintBlock& b, const Eigen::VectorXd& lambda, BlockLoads& x) const {
+    const auto lambda_k = lambda.segment(constraints_->offset(k), b.size());
+    x.parent = b.parent;
+    x.on_c.setZero();
+    x.on_c.noalias() += b.J_C.transpose() * lambda_k;
+    if (b.parent == kGround) return;
+    x.on_p.setZero();
+    x.on_p.noalias() += b.J_P.transpose() * lambda_k;
+  }
+
   const ConstraintSet* constraints_;
   std::vector<std::vector<int>> blocks_of_;
   std::vector<int> block_rows_;
