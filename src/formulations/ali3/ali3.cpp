@@ -52,8 +52,7 @@ class Ali3 final : public Formulation {
         timer_({"newton", "velocity projection", "acceleration projection"}),
         state_(initial_state(model_)),
         bodies_(static_cast<std::size_t>(n_)),
-        blocks_(static_cast<std::size_t>(ctx_.constraints.block_count())),
-        block_loads_(blocks_.size()),
+        block_loads_(static_cast<std::size_t>(ctx_.constraints.block_count())),
         wrenches_(static_cast<std::size_t>(n_)),
         lambda_(Eigen::VectorXd::Zero(ctx_.constraints.rows())) {
     check(options);
@@ -64,7 +63,6 @@ class Ali3 final : public Formulation {
       K_full_.assign(static_cast<std::size_t>(n_), Mat7::Zero());
     }
     per_body_.assign(static_cast<std::size_t>(n_), 0.0);
-    ctx_.constraints.evaluate(0.0, state_, blocks_, ConstraintParts::without_jdot());
     core_ = std::make_unique<Tree>(ctx_.tree, ctx_.joint_blocks.sides(), InverseMethod::Cholesky, dc::LeafBlocks::Shared);
     rows_.resize(model_.joints.size());
     for (const auto& f : model_.frictions)
@@ -121,8 +119,8 @@ class Ali3 final : public Formulation {
       s.a = b.qdd.head<3>();
       s.alpha = 2.0 * E_matrix<double>(b.q.tail<4>()) * b.qdd.tail<4>();  // Edot pd = 0
     }
-    evaluate_all_blocks(t_);
-    reactions_from_multipliers(ctx_.constraints, blocks_, lambda_, state_, out);
+    ConstraintBlock scratch;  // the blocks one at a time (ali3 keeps none)
+    reactions_from_multipliers(ctx_.constraints, t_, lambda_, state_, scratch, out);
     out.extra_power = 0.0;
   }
 
@@ -182,11 +180,6 @@ class Ali3 final : public Formulation {
 
   void update_states() { ctx_.parallel.for_each(n_, [&](int i) { update_state(i); }); }
 
-  void evaluate_all_blocks(double t) {
-    ctx_.parallel.for_each(ctx_.constraints.block_count(),
-                       [&](int k) { ctx_.constraints.evaluate_block(k, t, state_, blocks_[static_cast<std::size_t>(k)], ConstraintParts::without_jdot()); });
-  }
-
   /// What a pass solves for, which sets its rows' right-hand sides: -Phi (Newton), -Phi_t
   /// (velocity projection), gamma (acceleration projection), or gamma with hard rows (the
   /// consistent initial accelerations).
@@ -200,7 +193,7 @@ class Ali3 final : public Formulation {
   /// which follows the velocity projection at the same positions; only acceleration passes
   /// compute gamma, and none Jdot. A Newton pass also makes each block's J' lambda at the
   /// iterate (block_loads_), which newton_residual sums in the pass's leaves: a leaf reads 112
-  /// bytes a block there. The blocks themselves are not kept (blocks_ is for snapshots).
+  /// bytes a block there. The blocks themselves are not kept.
   void joint_rows(int j, double t, bool tangent, Level level) {
     const bool gamma = level == Level::Acceleration || level == Level::InitialAcceleration;
     const ConstraintParts parts{.jacobians = tangent || !gamma, .gamma = gamma, .jdot = false};
@@ -549,7 +542,6 @@ class Ali3 final : public Formulation {
   StageTimer timer_;
   SystemState state_;
   std::vector<BodyData> bodies_;
-  std::vector<ConstraintBlock> blocks_;  // every block at the snapshot's state (the passes keep none)
   std::vector<JointBlocks::BlockLoads> block_loads_;  // per block, J' lambda at the Newton pass's iterate (joint_rows)
   std::vector<Vec6> wrenches_;
   std::vector<Mat3> inertia_inverse_;  // J^-1 per body, for the closed-form tangent
