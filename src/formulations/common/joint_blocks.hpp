@@ -6,6 +6,7 @@
 // A formulation chooses its body coordinates x; to_coords(J, body, m) maps a block's twist
 // Jacobian (m x 6, J V with V = [v; w] global) to its rows in x.
 #pragma once
+#include <cassert>
 
 #include <span>
 #include <string>
@@ -69,12 +70,13 @@ class JointBlocks {
   }
   /// evaluate(), fill() and, given `loads`, block_loads() at `lambda`, one block at a time
   /// through `scratch`: the same rows and loads, and no block kept. A pass over many joints then
-  /// writes only their rows (at 65,536 bodies the kept 848-byte blocks cost a kilobyte of memory
-  /// traffic a joint a pass). `scratch` holds the joint's last block afterwards.
+  /// writes only their rows, not an 848-byte block a joint. `scratch` holds the joint's last block
+  /// afterwards. `lambda` and `loads` are given together or not at all.
   template <int Dim, class ToCoords, class Rhs>
   void evaluate_rows(int joint, double t, const SystemState& state, ConstraintParts parts, bool jacobians,
                      ConstraintBlock& scratch, dc::JointRows<double, Dim>& jr, ToCoords&& to_coords, Rhs&& rhs,
                      const Eigen::VectorXd* lambda = nullptr, std::vector<BlockLoads>* loads = nullptr) const {
+    assert((lambda == nullptr) == (loads == nullptr) && "JointBlocks::evaluate_rows: lambda and loads go together");
     if (rows(joint) == 0) return;
     if (jacobians) reset_rows(joint, jr);
     for_each_block(joint, [&](int k, int at, int m) {
