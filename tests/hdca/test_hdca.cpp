@@ -213,7 +213,7 @@ TEST(Hdca, HdotTransposeTimesIsSubspaceRateTransposedTimes) {
     kin.joints().subspace_rate(static_cast<int>(k), s, motion, Hdot);
     const Vec6 x = Vec6::Random();
     Eigen::VectorXd out(t.nv);
-    kin.Hdot_transpose_times(static_cast<int>(k), x, out);
+    kin.Hdot_transpose_times(static_cast<int>(k), x, V, out);  // the twists given to move()
     const Eigen::VectorXd expected = Hdot.transpose() * x;
     const double w_max = std::max(state_of(s, t.parent).w.cwiseAbs().maxCoeff(), state_of(s, t.child).w.cwiseAbs().maxCoeff());
     const double bound = 16 * std::numeric_limits<double>::epsilon() * w_max * x.cwiseAbs().sum();

@@ -285,7 +285,7 @@ void Engine<Kin>::joint_rate(int k, Eigen::Ref<Eigen::VectorXd> pdot) const {
   const Vec P_bar = tree_load({k, tj.child, S(1), child_handle_[static_cast<std::size_t>(k)]}, tj.child);
   const auto& H = kin_.H(k);
   const Vec& A = A_[static_cast<std::size_t>(k)];
-  kin_.Hdot_transpose_times(k, P_bar, pdot.segment(tj.v_offset, tj.nv));
+  kin_.Hdot_transpose_times(k, P_bar, V_, pdot.segment(tj.v_offset, tj.nv));
   for (int c = 0; c < tj.nv; ++c) pdot(tj.v_offset + c) += H.col(c).dot(A);
 }
 

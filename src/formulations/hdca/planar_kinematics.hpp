@@ -58,9 +58,10 @@ class PlanarKinematics {
   const Rows& loop_rows(int j) const { return loop_rows_[slot(j)]; }
 
   void move(double t, std::span<const Vec> V);
-  /// Hdot' x of tree joint k into out(0..nv-1) (SpatialKinematics' interface).
+  /// Hdot' x of tree joint k into out(0..nv-1) (SpatialKinematics' interface; the twists are
+  /// not read: move() made Hdot).
   template <class Out>
-  void Hdot_transpose_times(int k, const Vec& x, Out&& out) const {
+  void Hdot_transpose_times(int k, const Vec& x, std::span<const Vec>, Out&& out) const {
     const Subspace& Hdot = Hdot_[static_cast<std::size_t>(k)];
     for (Eigen::Index c = 0; c < Hdot.cols(); ++c) out(c) = Hdot.col(c).dot(x);
   }

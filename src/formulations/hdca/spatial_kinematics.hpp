@@ -71,16 +71,17 @@ class SpatialKinematics {
 
   /// The bodies' twists at their centres of mass, at time t: rates and loads.
   void move(double t, std::span<const Vec> V);
-  /// Hdot' x of tree joint k into out(0..nv-1), from the twists of the last move(), without forming
+  /// Hdot' x of tree joint k into out(0..nv-1), from the twists V given to the last move() (read
+  /// there, not in the bodies' 152-byte states: the same numbers), without forming
   /// Hdot: its column c is w x H_c half by half, w the angular velocity of the body the column turns
   /// with (JointSpace::subspace_rate), and (w x h) . y = h . (y x w), so
   /// Hdot_c' x = H_c' [x_lin x w; x_ang x w]: two cross products per body the columns turn with,
   /// where Hdot costs two per column.
   template <class Out>
-  void Hdot_transpose_times(int k, const Vec& x, Out&& out) const {
+  void Hdot_transpose_times(int k, const Vec& x, std::span<const Vec> V, Out&& out) const {
     const TreeJoint& t = joints_.tree()[static_cast<std::size_t>(k)];
-    auto turned = [&](int body) {  // in double, as the kinematics (in float: x's entries widened, exactly)
-      const Vec3& w = state_of(bodies_, body).w;
+    auto turned = [&](int body) {  // in double, as the kinematics (in float: x's and w's entries widened, exactly)
+      const Vec3 w = body == kGround ? Vec3::Zero() : Vec3(V[static_cast<std::size_t>(body)].template tail<3>().template cast<double>());
       const Vec3 f = x.template head<3>().template cast<double>().cross(w), m = x.template tail<3>().template cast<double>().cross(w);
       // Built from its six entries, not by halves: the columns' dot products read y by pairs,
       // and a pair across two halves just stored waits for them (store forwarding).
