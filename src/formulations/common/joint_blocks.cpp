@@ -16,7 +16,7 @@ JointBlocks::JointBlocks(const Model& model, const ConstraintSet& constraints, i
   for (int j = 0; j < model.joint_count(); ++j) {
     const Joint& joint = model.joints[static_cast<std::size_t>(j)];
     int rows = 0;
-    for (int k : blocks_of(j)) rows += blocks[static_cast<std::size_t>(k)].size();
+    for (int k : blocks_of(j)) rows += block_rows(k);
     if (rows > max_rows)
       throw std::invalid_argument(formulation + ": joint '" + joint.name + "' with its drivers has more than " +
                                   std::to_string(max_rows) + " equations");

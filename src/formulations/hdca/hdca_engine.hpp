@@ -24,7 +24,9 @@ class Engine {
   using Point = typename G::Point;
   using Rows = dc::JointRows<S, Dim>;
 
-  /// Stages marked in the timer given to velocities() and momentum_rates(), in this order.
+  /// Stages marked in the timer given to velocities() and momentum_rates(), in this order
+  /// ("kinematics" is place(); "rows" also makes each tree joint's H p, in the rows' sweep, and the
+  /// bodies' known momenta).
   static StageTimer make_timer() {
     return StageTimer{"kinematics", "rows", "assemble", "base", "disassemble", "velocities", "momentum_rates"};
   }
