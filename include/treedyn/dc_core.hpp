@@ -77,6 +77,11 @@ struct Types {
   using Mat = Eigen::Matrix<S, Dim, Dim>;
   /// For blocks of which only the first m rows are used (joint rows G, W): they are contiguous.
   using RowsMat = Eigen::Matrix<S, Dim, Dim, Eigen::RowMajor>;
+  /// A joint's m x Dim rows G where JointRows holds them (views: nested by value in expressions).
+  /// At most Dim rows: products with them make fixed-capacity temporaries, never heap ones.
+  using RowsN = Eigen::Matrix<S, Eigen::Dynamic, Dim, Eigen::RowMajor, Dim, Dim>;
+  using RowsMap = Eigen::Map<RowsN>;
+  using ConstRowsMap = Eigen::Map<const RowsN>;
 };
 
 /// A joint's equations as its two bodies see them: G_p x_p + G_c x_c + c lambda = r, in the first
@@ -85,14 +90,18 @@ struct Types {
 /// its matrix C, Eq. 35), which keeps Z positive definite even when the constraints are redundant
 /// or singular.
 ///
-/// Storage: r and the scalars in place; G_p and G_c (two Dim x Dim blocks, 576 bytes in double at
-/// Dim = 6) on the heap, made the first time they are written (edit_G_p(), edit_G_c()) and
-/// kept, so that a pass that rewrites them allocates nothing. Unit rows (below) have none: a
-/// spherical chain's joints are 80 bytes each instead of 640, and the pass reads r and the flags
-/// from contiguous memory. Copies are deep.
+/// Storage: r and the scalars in place; G_p and G_c on the heap in exactly the rows there are,
+/// one block of 2 x rows x Dim (G_p's rows, then G_c's: 288 bytes for a ball joint's 3 rows in
+/// double, where two Dim x Dim blocks took 576), made the first time they are written
+/// (edit_G_p(), edit_G_c()) and kept, so that a pass that rewrites them allocates nothing (a
+/// joint whose row count grows gets a larger block, its rows kept). Unit rows (below) have none:
+/// a spherical chain's joints are 80 bytes each, and the pass reads r and the flags from
+/// contiguous memory. Copies are deep.
 template <class S, int Dim>
 struct JointRows {
-  using RowsMat = typename Types<S, Dim>::RowsMat;  // the first `rows` rows, all the kernels read, contiguous
+  using RowsMat = typename Types<S, Dim>::RowsMat;
+  using RowsMap = typename Types<S, Dim>::RowsMap;            // rows x Dim, contiguous
+  using ConstRowsMap = typename Types<S, Dim>::ConstRowsMap;
   typename Types<S, Dim>::Vec r = Types<S, Dim>::Vec::Zero();
   S compliance = S(0);
   int rows = 0;
@@ -105,39 +114,34 @@ struct JointRows {
   bool unit_rows = false;
 
   JointRows() = default;
-  JointRows(const JointRows& o) : r(o.r), compliance(o.compliance), rows(o.rows), unit_rows(o.unit_rows) {
-    if (o.G_) G_ = std::make_unique<Blocks>(*o.G_);
-  }
+  JointRows(const JointRows& o) : r(o.r), compliance(o.compliance), rows(o.rows), unit_rows(o.unit_rows) { copy_G(o); }
   JointRows& operator=(const JointRows& o) {  // into the storage held (a pass's copy allocates nothing)
     if (this == &o) return *this;
     r = o.r;
     compliance = o.compliance;
     rows = o.rows;
     unit_rows = o.unit_rows;
-    if (o.G_ && G_) *G_ = *o.G_;
-    else if (o.G_) G_ = std::make_unique<Blocks>(*o.G_);
-    else if (G_) G_->G_p.setZero(), G_->G_c.setZero();  // reads as o's: zero (or o's unit rows)
+    copy_G(o);
     return *this;
   }
   JointRows(JointRows&&) noexcept = default;
   JointRows& operator=(JointRows&&) noexcept = default;
 
-  /// The rows as the bodies see them: for unit rows -[I 0] and [I 0] (shared constants), for
-  /// rows never written zero. The reference is valid until the rows are next written.
-  const RowsMat& G_p() const { return read(true); }
-  const RowsMat& G_c() const { return read(false); }
+  /// The `rows` x Dim rows as the bodies see them: for unit rows -[I 0] and [I 0] (shared
+  /// constants), for rows never written zero. A view, valid until the rows are next written or
+  /// their count changes.
+  ConstRowsMap G_p() const { return read(true); }
+  ConstRowsMap G_c() const { return read(false); }
   /// The sign of unit rows on each side: G_p = -[I 0], G_c = [I 0].
   static S unit_sign(bool p_side) { return p_side ? S(-1) : S(1); }
-  /// For writing them (made zero on first use). Not for unit rows: reset() them first.
-  RowsMat& edit_G_p() { return write().G_p; }
-  RowsMat& edit_G_c() { return write().G_c; }
+  /// For writing them, `rows` x Dim (made zero on first use; set `rows` first). Not for unit
+  /// rows: reset() them first.
+  RowsMap edit_G_p() { return RowsMap(write(), rows, Dim); }
+  RowsMap edit_G_c() { return RowsMap(write() + capacity_ * Dim, rows, Dim); }
 
   /// Zeroes everything and sets the row count.
   void reset(int n) {
-    if (G_) {
-      G_->G_p.setZero();
-      G_->G_c.setZero();
-    }
+    if (G_) std::fill_n(G_.get(), 2 * capacity_ * Dim, S(0));
     r.setZero();
     rows = n;
     unit_rows = false;
@@ -184,19 +188,39 @@ struct JointRows {
     edit_G_p().topRows(n) = -D.transpose();
   }
 
-  struct Blocks {
-    RowsMat G_p = RowsMat::Zero(), G_c = RowsMat::Zero();
-  };
-  std::unique_ptr<Blocks> G_;
+  std::unique_ptr<S[]> G_;  // G_p's capacity_ rows, then G_c's, each Dim wide
+  int capacity_ = 0;         // rows G_ holds per side (>= rows once written)
 
-  Blocks& write() {
+  /// G_ with room for `rows` rows a side; a joint's rows kept when it grows (the rest zero).
+  S* write() {
     assert(!unit_rows && "JointRows: unit rows are not written in place; reset() them first");
-    if (!G_) G_ = std::make_unique<Blocks>();
-    return *G_;
+    assert(rows >= 0 && rows <= Dim);
+    if (!G_ || capacity_ < rows) {
+      std::unique_ptr<S[]> grown(new S[static_cast<std::size_t>(2 * rows * Dim)]());
+      if (G_)
+        for (int side = 0; side < 2; ++side)
+          std::copy_n(G_.get() + side * capacity_ * Dim, capacity_ * Dim, grown.get() + side * rows * Dim);
+      G_ = std::move(grown);
+      capacity_ = rows;
+    }
+    return G_.get();
   }
-  const RowsMat& read(bool p_side) const {
-    if (unit_rows) return kUnit[static_cast<std::size_t>(rows)][p_side ? 1 : 0];
-    return G_ ? (p_side ? G_->G_p : G_->G_c) : kUnit[0][0];  // kUnit[0]: zero
+  ConstRowsMap read(bool p_side) const {
+    if (unit_rows) return ConstRowsMap(kUnit[static_cast<std::size_t>(rows)][p_side ? 1 : 0].data(), rows, Dim);
+    if (!G_ || capacity_ < rows) return ConstRowsMap(kUnit[0][0].data(), rows, Dim);  // kUnit[0]: zero (rows never written)
+    return ConstRowsMap(G_.get() + (p_side ? 0 : capacity_ * Dim), rows, Dim);
+  }
+  /// o's rows into G_ (allocating only where G_ is smaller), or zero where o has none.
+  void copy_G(const JointRows& o) {
+    if (!o.G_) {
+      if (G_) std::fill_n(G_.get(), 2 * capacity_ * Dim, S(0));  // reads as o's: zero (or o's unit rows)
+      return;
+    }
+    if (!G_ || capacity_ != o.capacity_) {
+      G_.reset(new S[static_cast<std::size_t>(2 * o.capacity_ * Dim)]);
+      capacity_ = o.capacity_;
+    }
+    std::copy_n(o.G_.get(), 2 * capacity_ * Dim, G_.get());
   }
   /// kUnit[n][side]: [I 0] (c side) or -[I 0] (p side) in the first n rows, zero below. A static
   /// member, not a function's static: no initialisation guard in the kernels that read rows.
@@ -656,7 +680,7 @@ class HandleTree {
       return false;
     }
   }
-  static const RowsMat& rows_of(const JointRows<S, Dim>& r, bool p_side) { return p_side ? r.G_p() : r.G_c(); }
+  static typename T::ConstRowsMap rows_of(const JointRows<S, Dim>& r, bool p_side) { return p_side ? r.G_p() : r.G_c(); }
   /// The rows m_i of handle i of a node (its joint's).
   int rows_at(const Node& n, int i) const { return sides_[static_cast<std::size_t>(n.handles()[static_cast<std::size_t>(i)])].rows; }
   /// A child's K_ab, b_a in its handles' rows (G_a K_ab G_b', G_a b_a), RA x RB (fixed, or Dynamic).

@@ -431,7 +431,7 @@ TEST(TreeSolve, UnitRowsGiveTheNumbersOfTheMultipliedRowsBitForBit) {
     consistent_right_hand_sides(p, m.body_count(), rng);
     Problem multiplied = p;
     for (Rows& r : multiplied.rows) {  // the same rows written out, -[I 0] and [I 0], and multiplied
-      const Rows::RowsMat G_p = r.G_p(), G_c = r.G_c();
+      const Eigen::MatrixXd G_p = r.G_p(), G_c = r.G_c();
       r.unit_rows = false;
       r.edit_G_p() = G_p;
       r.edit_G_c() = G_c;
@@ -455,10 +455,9 @@ TEST(TreeSolve, TreeRowsSetAgainAreTheRowsOfTheNewSubspace) {
   auto expect_rows = [](const Rows& r, const Eigen::MatrixXd& D, const char* what) {
     const int n = static_cast<int>(D.cols());
     EXPECT_EQ(r.rows, n) << what;
-    Rows::RowsMat G_c = Rows::RowsMat::Zero();
-    G_c.topRows(n) = D.transpose();
-    EXPECT_EQ(r.G_c(), G_c) << what;
-    EXPECT_EQ(r.G_p(), Rows::RowsMat(-G_c)) << what;
+    const Eigen::MatrixXd G_c = D.transpose();  // the rows there are: n x 6
+    EXPECT_EQ(Eigen::MatrixXd(r.G_c()), G_c) << what;
+    EXPECT_EQ(Eigen::MatrixXd(r.G_p()), Eigen::MatrixXd(-G_c)) << what;
     EXPECT_TRUE(r.r.isZero(0.0)) << what;
   };
   const Eigen::MatrixXd unit3 = Eigen::MatrixXd::Identity(6, 3), unit2 = Eigen::MatrixXd::Identity(6, 2);

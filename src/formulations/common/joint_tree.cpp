@@ -166,7 +166,7 @@ void loop_rows(const ConstraintBlock& block, const Vec3& point, const BodyState&
   const int n = block.size();
   rows.reset(n);
   rows.r.head(n) = rhs;
-  auto side = [&](const ConstraintRows& J, const BodyState& body, bool grounded, Rows6::RowsMat& G) {
+  auto side = [&](const ConstraintRows& J, const BodyState& body, bool grounded, Rows6::RowsMap G) {
     if (grounded) return;
     const Vec3 l = point - body.r;
     G.topLeftCorner(n, 3) = J.leftCols<3>();

@@ -114,8 +114,8 @@ PlanarKinematics<S>::PlanarKinematics(const Model& model, const Topology& topolo
     sides_[static_cast<std::size_t>(j)] = {joint.parent, joint.child, 2};
     Rows& rows = loop_rows_[slot(j)];
     rows.reset(2);
-    auto& G_c = rows.edit_G_c();
-    auto& G_p = rows.edit_G_p();
+    auto G_c = rows.edit_G_c();  // views of the rows' storage
+    auto G_p = rows.edit_G_p();
     G_c(0, 0) = G_c(1, 1) = S(1);   // the velocity of the child's frame origin o ...
     G_p(0, 0) = G_p(1, 1) = S(-1);  // ... minus the parent's at o (plus Omega Phi w_P)
   }

@@ -258,10 +258,10 @@ void Core::solve_sparse(bool factor, Eigen::VectorXd& multipliers) {
       for (int row = 0; row < jr.rows; ++row)
         for (int c = 0; c < 6; ++c) {
           const int at = nx + sparse_offsets_[static_cast<std::size_t>(j)] + row;
-          for (const auto& [side, G] : {std::pair{s.body_p, &jr.G_p()}, std::pair{s.body_c, &jr.G_c()}}) {
+          for (const auto& [side, G] : {std::pair{s.body_p, jr.G_p()}, std::pair{s.body_c, jr.G_c()}}) {
             if (side == kGround) continue;
-            t.emplace_back(at, 6 * side + c, (*G)(row, c));
-            t.emplace_back(6 * side + c, at, (*G)(row, c));
+            t.emplace_back(at, 6 * side + c, G(row, c));
+            t.emplace_back(6 * side + c, at, G(row, c));
           }
         }
     }
