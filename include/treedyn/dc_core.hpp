@@ -189,7 +189,7 @@ struct JointRows {
   }
 
   std::unique_ptr<S[]> G_;  // G_p's capacity_ rows, then G_c's, each Dim wide
-  int capacity_ = 0;         // rows G_ holds per side (>= rows once written)
+  int capacity_ = 0;         // rows G_ holds per side (>= rows once written; a count raised by hand reads as zero until written)
 
   /// G_ with room for `rows` rows a side; a joint's rows kept when it grows (the rest zero).
   S* write() {

@@ -21,6 +21,7 @@
 #include <random>
 #include <set>
 
+#include "allocation_counter.hpp"
 #include "support.hpp"
 #include "treedyn/dc_core.hpp"
 #include "treedyn/generators.hpp"
@@ -492,4 +493,53 @@ TEST(TreeSolve, RefusesAJointWithMoreRowsThanTheTreesDimension) {
   for (std::size_t j = 0; j < sides.size(); ++j) sides[j] = {m.joints[j].parent, m.joints[j].child, 2};
   sides[1].rows = 4;
   EXPECT_THROW((dc::HandleTree<double, 3>(tree, sides)), std::invalid_argument);
+}
+
+// JointRows holds G_p and G_c in exactly its rows (rows x Dim views): rows written stay when the
+// count grows (the new rows zero), reset() zeroes them in place, copies are deep and, into rows
+// of the same size, allocate nothing; unit rows and rows never written read as constants.
+TEST(JointRows, HoldsExactlyItsRowsKeepsThemAsTheyGrowAndCopiesDeeply) {
+  Rows r;
+  EXPECT_EQ(r.G_p().rows(), 0);
+  r.reset(3);
+  EXPECT_EQ(r.G_c().rows(), 3);
+  EXPECT_TRUE(r.G_c().isZero(0.0));  // never written: zero
+  const Eigen::Matrix<double, 3, 6> P = Eigen::Matrix<double, 3, 6>::Random(), C = Eigen::Matrix<double, 3, 6>::Random();
+  r.edit_G_p() = P;
+  r.edit_G_c() = C;
+  EXPECT_EQ(Eigen::MatrixXd(r.G_p()), Eigen::MatrixXd(P));
+  EXPECT_EQ(Eigen::MatrixXd(r.G_c()), Eigen::MatrixXd(C));
+
+  r.rows = 5;  // a count raised by hand: the rows written before are kept when next written
+  r.edit_G_c().row(4).setConstant(7.0);
+  ASSERT_EQ(r.G_p().rows(), 5);
+  EXPECT_EQ(Eigen::MatrixXd(r.G_p().topRows(3)), Eigen::MatrixXd(P));
+  EXPECT_EQ(Eigen::MatrixXd(r.G_c().topRows(3)), Eigen::MatrixXd(C));
+  EXPECT_TRUE(r.G_p().bottomRows(2).isZero(0.0));
+  EXPECT_TRUE(r.G_c().row(3).isZero(0.0));
+  EXPECT_TRUE((r.G_c().row(4).array() == 7.0).all());
+
+  Rows copy = r;  // deep
+  copy.edit_G_p()(0, 0) = 42.0;
+  EXPECT_EQ(r.G_p()(0, 0), P(0, 0));
+  EXPECT_EQ(Eigen::MatrixXd(copy.G_c()), Eigen::MatrixXd(r.G_c()));
+  copy = r;  // into a block of the same size: in place (counted below)
+  r.reset(5);
+  EXPECT_EQ(Eigen::MatrixXd(copy.G_p().topRows(3)), Eigen::MatrixXd(P));
+  EXPECT_TRUE(r.G_p().isZero(0.0) && r.G_c().isZero(0.0) && r.r.isZero(0.0));  // reset: zero, in place
+  EXPECT_EQ(r.G_p().rows(), 5);
+
+  Rows unit;
+  unit.set_tree_rows(Eigen::MatrixXd::Identity(6, 3));
+  ASSERT_TRUE(unit.unit_rows);
+  Eigen::MatrixXd I3 = Eigen::MatrixXd::Zero(3, 6);
+  I3.leftCols(3).setIdentity();
+  EXPECT_EQ(Eigen::MatrixXd(unit.G_c()), I3);
+  EXPECT_EQ(Eigen::MatrixXd(unit.G_p()), Eigen::MatrixXd(-I3));
+
+  TREEDYN_SKIP_UNLESS_ALLOCATIONS_COUNTED();
+  test::CountAllocations counting;
+  copy = r;
+  r.reset(5);
+  EXPECT_EQ(counting.count(), 0);
 }
