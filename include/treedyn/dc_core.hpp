@@ -189,7 +189,9 @@ struct JointRows {
   }
 
   std::unique_ptr<S[]> G_;  // G_p's capacity_ rows, then G_c's, each Dim wide
-  int capacity_ = 0;         // rows G_ holds per side (>= rows once written; a count raised by hand reads as zero until written)
+  /// Rows G_ holds a side: at least `rows` once written (a count raised by hand reads as zero
+  /// until the rows are next written, which keeps those written before).
+  int capacity_ = 0;
 
   /// G_ with room for `rows` rows a side; a joint's rows kept when it grows (the rest zero).
   S* write() {
@@ -210,7 +212,7 @@ struct JointRows {
     if (!G_ || capacity_ < rows) return ConstRowsMap(kUnit[0][0].data(), rows, Dim);  // kUnit[0]: zero (rows never written)
     return ConstRowsMap(G_.get() + (p_side ? 0 : capacity_ * Dim), rows, Dim);
   }
-  /// o's rows into G_ (allocating only where G_ is smaller), or zero where o has none.
+  /// o's rows into G_ (allocating only where G_'s size differs from o's), or zero where o has none.
   void copy_G(const JointRows& o) {
     if (!o.G_) {
       if (G_) std::fill_n(G_.get(), 2 * capacity_ * Dim, S(0));  // reads as o's: zero (or o's unit rows)
