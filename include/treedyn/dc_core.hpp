@@ -75,7 +75,8 @@ template <class S, int Dim>
 struct Types {
   using Vec = Eigen::Matrix<S, Dim, 1>;
   using Mat = Eigen::Matrix<S, Dim, Dim>;
-  /// For blocks of which only the first m rows are used (joint rows G, W): they are contiguous.
+  /// Dim x Dim, row-major: the unit rows' constants (JointRows::kUnit), whose first m rows are
+  /// the m x Dim rows of a joint with m rows.
   using RowsMat = Eigen::Matrix<S, Dim, Dim, Eigen::RowMajor>;
   /// A joint's m x Dim rows G where JointRows holds them (views: nested by value in expressions).
   /// At most Dim rows: products with them make fixed-capacity temporaries, never heap ones.
@@ -141,7 +142,7 @@ struct JointRows {
 
   /// Zeroes everything and sets the row count.
   void reset(int n) {
-    if (G_) std::fill_n(G_.get(), 2 * capacity_ * Dim, S(0));
+    zero_G();
     r.setZero();
     rows = n;
     unit_rows = false;
@@ -212,10 +213,14 @@ struct JointRows {
     if (!G_ || capacity_ < rows) return ConstRowsMap(kUnit[0][0].data(), rows, Dim);  // kUnit[0]: zero (rows never written)
     return ConstRowsMap(G_.get() + (p_side ? 0 : capacity_ * Dim), rows, Dim);
   }
+  /// Zeroes the rows G_ holds, in place.
+  void zero_G() {
+    if (G_) std::fill_n(G_.get(), 2 * capacity_ * Dim, S(0));
+  }
   /// o's rows into G_ (allocating only where G_'s size differs from o's), or zero where o has none.
   void copy_G(const JointRows& o) {
     if (!o.G_) {
-      if (G_) std::fill_n(G_.get(), 2 * capacity_ * Dim, S(0));  // reads as o's: zero (or o's unit rows)
+      zero_G();  // reads as o's: zero (or o's unit rows)
       return;
     }
     if (!G_ || capacity_ != o.capacity_) {
@@ -329,7 +334,6 @@ class HandleTree {
   using T = Types<S, Dim>;
   using Vec = typename T::Vec;
   using Mat = typename T::Mat;
-  using RowsMat = typename T::RowsMat;
   using Multiple = MultipleElimination<S, Dim>;
   /// A block in handles' rows (m_i x m_j, m_i <= Dim) of fixed or dynamic size, on the stack.
   template <int R, int C>

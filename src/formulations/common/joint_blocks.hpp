@@ -6,8 +6,8 @@
 // A formulation chooses its body coordinates x; to_coords(J, body, m) maps a block's twist
 // Jacobian (m x 6, J V with V = [v; w] global) to its rows in x.
 #pragma once
-#include <cassert>
 
+#include <cassert>
 #include <span>
 #include <string>
 #include <vector>
