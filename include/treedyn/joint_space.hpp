@@ -177,6 +177,11 @@ class JointSpace {
 
   /// Body poses from q, and every tree joint's point, H and D (twists are left as they are).
   void place(const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, JointMotions& motion) const;
+  /// place() one joint at a time, for a caller that does other work on each joint as it is
+  /// placed (Parallel::lead_and_follow): prepare(motion) once, then place_joint(k, ...) for every
+  /// k in tree order (a parent's joint before its children's). The same numbers as place().
+  void prepare(JointMotions& motion) const { size_motion(motion); }
+  void place_joint(int k, const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, JointMotions& motion) const;
 
   /// Body twists from v on poses set by place(), and every tree joint's kappa.
   void move(const Eigen::Ref<const Eigen::VectorXd>& v, SystemState& bodies, JointMotions& motion) const;
@@ -187,6 +192,9 @@ class JointSpace {
 
   /// qdot = G(q) v (quaternion kinematics for spherical and free joints, identity otherwise).
   void position_rate(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
+                     Eigen::Ref<Eigen::VectorXd> qdot) const;
+  /// The same for tree joint k's segments only (joints are independent: any order, any thread).
+  void position_rate(int k, const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
                      Eigen::Ref<Eigen::VectorXd> qdot) const;
 
   /// Normalises the quaternions in q whose norm differs from 1 by more than `tolerance` (0: every

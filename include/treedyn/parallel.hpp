@@ -14,6 +14,7 @@
 #include <atomic>
 #include <exception>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "treedyn/threading.hpp"
@@ -158,6 +159,47 @@ class Parallel {
     errors.rethrow();
   }
 
+  /// lead(i) for i in [0, count) in that order, on one thread, and follow(i) for every i, on any
+  /// thread, once lead(0) ... lead(i) have run. For a sweep that must run in order (forward
+  /// kinematics: each body's pose needs its parent's) followed by work that each item needs only
+  /// once it is swept: the other threads do that work behind the sweep, in chunks of kFollowChunk
+  /// items, instead of waiting for the whole sweep. Serially (one thread, few items, the
+  /// governor's choice): every lead, then every follow. The same operations on every item either
+  /// way, so results do not depend on the threads.
+  template <class Lead, class Follow>
+  void lead_and_follow(int count, Lead&& lead, Follow&& follow) const {
+    if (serial(count)) {
+      for (int i = 0; i < count; ++i) lead(i);
+      for (int i = 0; i < count; ++i) follow(i);
+      return;
+    }
+    pin();
+    RegionErrors errors;
+    std::atomic<int> led{0}, claimed{0};  // leads done (published by chunks); follows handed out
+#pragma omp parallel num_threads(threads_)
+    {
+#pragma omp masked
+      {
+        for (int i = 0; i < count; ++i) {
+          errors.run([&] { lead(i); });  // after an exception: skipped, but still published
+          if ((i + 1) % kFollowChunk == 0) led.store(i + 1, std::memory_order_release);
+        }
+        led.store(count, std::memory_order_release);
+      }
+      for (;;) {
+        const int begin = claimed.fetch_add(kFollowChunk, std::memory_order_relaxed);
+        if (begin >= count) break;
+        const int end = std::min(begin + kFollowChunk, count);
+        for (int spins = 0; led.load(std::memory_order_acquire) < end; ++spins) wait(spins);
+        for (int i = begin; i < end; ++i) errors.run([&] { follow(i); });
+      }
+    }
+    errors.rethrow();
+  }
+  /// Items a follower takes at a time: enough that the lead's stores and the followers' loads
+  /// rarely share a cache line, few enough that the followers start soon after the lead.
+  static constexpr int kFollowChunk = 32;
+
   /// leaf(id) for every leaf and inner(id) for every inner node, children before parents.
   /// Subtrees run depth-first (what a node needs from its children is still in cache) and are
   /// shared among threads; the few levels above them run level by level.
@@ -265,6 +307,23 @@ class Parallel {
     for (const auto& s : tree.subtrees())
       for (auto id = s.rbegin(); id != s.rend(); ++id) tree.link(*id).is_leaf() ? leaf(*id) : inner(*id);
   }
+
+  /// A follower's wait for the lead (lead_and_follow), its spins-th: a pause while it is short (a
+  /// chunk's lead takes microseconds), then the CPU given up to another thread, so that more
+  /// threads than cores (the lead's own core taken by a spinning follower) do not stall for a
+  /// scheduler's time slice.
+  static void wait(int spins) {
+    if (spins >= kSpinsBeforeYield) {
+      std::this_thread::yield();
+      return;
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+  }
+  static constexpr int kSpinsBeforeYield = 4000;  // about 0.1 ms of pauses on current x86 cores
 
   /// Pins the team before the first parallel region, so that a Parallel whose work stays serial
   /// (small models) leaves the process's threads where the system puts them.

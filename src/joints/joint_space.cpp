@@ -23,10 +23,10 @@ using namespace joint_kinematics;
   return column;
 }
 
-/// A tree joint's child pose and the joint's point, H and D (its columns, at HD: subspace_columns()),
+/// place_child: a tree joint's child pose and the joint's point, H and D (its columns, at HD: subspace_columns()),
 /// from its parent's pose and q. `rotations`: JointSpace::rotations(), where t's turned frames'
 /// rotations are. (m.nv is set once, when the JointMotions is sized.)
-[[gnu::always_inline]] inline void place_joint(const TreeJoint& t, const Mat3* rotations, const double* q, SystemState& bodies,
+[[gnu::always_inline]] inline void place_child(const TreeJoint& t, const Mat3* rotations, const double* q, SystemState& bodies,
                                                JointMotion& m, double* HD) {
   const BodyState& P = state_of(bodies, t.parent);
   BodyState& C = bodies[static_cast<std::size_t>(t.child)];
@@ -45,7 +45,7 @@ using namespace joint_kinematics;
   subspace_columns(t.type, Fp, Fc, HD);
 }
 
-/// A tree joint's child twist and the joint's kappa, from its parent's twist and v (after place_joint).
+/// A tree joint's child twist and the joint's kappa, from its parent's twist and v (after place_child).
 /// kappa = Hdot v + [w_P x (H v)_lin; 0], where column c of Hdot is w x H_c with w the angular
 /// velocity of the frame the column is fixed in (child_axes; subspace_rate()). The cross product is
 /// linear, so with H v split by frame, H v = (H v)_P + (H v)_C, Hdot v = [w_P x (H v)_P + w_C x (H v)_C]
@@ -75,6 +75,28 @@ using namespace joint_kinematics;
   else
     m.kappa << P.w.cross(Hv_P.head<3>() + Hv.head<3>()) + C.w.cross(Hv_C.head<3>()),
                P.w.cross(Hv_P.tail<3>()) + C.w.cross(Hv_C.tail<3>());
+}
+
+/// qdot's segment of tree joint t: G(q) v (quaternion kinematics for spherical and free joints).
+[[gnu::always_inline]] inline void joint_position_rate(const TreeJoint& t, const double* q, const double* v, double* qdot) {
+  const double* vj = v + t.v_offset;
+  double* out = qdot + t.q_offset;
+  auto quaternion_rate = [](const double* Q, const double* w, double* Qdot) {  // 1/2 Q (x) [0; w]
+    const Quat r = Quat(Q[0], Q[1], Q[2], Q[3]) * Quat(0.0, 0.5 * w[0], 0.5 * w[1], 0.5 * w[2]);
+    Qdot[0] = r.w();
+    Qdot[1] = r.x();
+    Qdot[2] = r.y();
+    Qdot[3] = r.z();
+  };
+  switch (t.type) {
+    case JointType::Spherical: quaternion_rate(q + t.q_offset, vj, out); break;
+    case JointType::Free:
+      for (int k = 0; k < 3; ++k) out[k] = vj[k];
+      quaternion_rate(q + t.q_offset + 3, vj + 3, out + 3);
+      break;
+    default:
+      for (int k = 0; k < t.nv; ++k) out[k] = vj[k];
+  }
 }
 
 }  // namespace
@@ -218,7 +240,7 @@ void JointSpace::forward_kinematics(const Eigen::Ref<const Eigen::VectorXd>& q, 
   double* columns = motion.columns_.data();
   for (std::size_t k = 0; k < tree_.size(); ++k) {  // a parent is placed and moved before its children
     JointMotion& m = motion.joints_[k];
-    place_joint(tree_[k], rotations_.data(), q.data(), bodies, m, columns + m.at);
+    place_child(tree_[k], rotations_.data(), q.data(), bodies, m, columns + m.at);
     move_joint(tree_[k], v.data(), bodies, m, columns + m.at);
   }
 }
@@ -228,8 +250,14 @@ void JointSpace::place(const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& 
   double* columns = motion.columns_.data();
   for (std::size_t k = 0; k < tree_.size(); ++k) {
     JointMotion& m = motion.joints_[k];
-    place_joint(tree_[k], rotations_.data(), q.data(), bodies, m, columns + m.at);
+    place_child(tree_[k], rotations_.data(), q.data(), bodies, m, columns + m.at);
   }
+}
+
+void JointSpace::place_joint(int k, const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, JointMotions& motion) const {
+  assert(motion.sized_for_ == this && k >= 0 && static_cast<std::size_t>(k) < tree_.size());  // after prepare()
+  JointMotion& m = motion.joints_[static_cast<std::size_t>(k)];
+  place_child(tree_[static_cast<std::size_t>(k)], rotations_.data(), q.data(), bodies, m, motion.columns_.data() + m.at);
 }
 
 void JointSpace::move(const Eigen::Ref<const Eigen::VectorXd>& v, SystemState& bodies, JointMotions& motion) const {
@@ -254,26 +282,13 @@ void JointSpace::subspace_rate(int k, const SystemState& bodies, const JointMoti
 
 void JointSpace::position_rate(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
                                Eigen::Ref<Eigen::VectorXd> qdot) const {
-  for (const TreeJoint& t : tree_) {
-    const double* vj = v.data() + t.v_offset;
-    double* out = qdot.data() + t.q_offset;
-    auto quaternion_rate = [](const double* Q, const double* w, double* Qdot) {  // 1/2 Q (x) [0; w]
-      const Quat r = Quat(Q[0], Q[1], Q[2], Q[3]) * Quat(0.0, 0.5 * w[0], 0.5 * w[1], 0.5 * w[2]);
-      Qdot[0] = r.w();
-      Qdot[1] = r.x();
-      Qdot[2] = r.y();
-      Qdot[3] = r.z();
-    };
-    switch (t.type) {
-      case JointType::Spherical: quaternion_rate(q.data() + t.q_offset, vj, out); break;
-      case JointType::Free:
-        for (int k = 0; k < 3; ++k) out[k] = vj[k];
-        quaternion_rate(q.data() + t.q_offset + 3, vj + 3, out + 3);
-        break;
-      default:
-        for (int k = 0; k < t.nv; ++k) out[k] = vj[k];
-    }
-  }
+  for (const TreeJoint& t : tree_) joint_position_rate(t, q.data(), v.data(), qdot.data());
+}
+
+void JointSpace::position_rate(int k, const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
+                               Eigen::Ref<Eigen::VectorXd> qdot) const {
+  assert(k >= 0 && static_cast<std::size_t>(k) < tree_.size());
+  joint_position_rate(tree_[static_cast<std::size_t>(k)], q.data(), v.data(), qdot.data());
 }
 
 double JointSpace::normalize(Eigen::Ref<Eigen::VectorXd> q, double tolerance) const {

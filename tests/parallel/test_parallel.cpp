@@ -98,6 +98,48 @@ TEST(Parallel, ForEachCoversTheRange) {
   EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), 1000);
 }
 
+// lead_and_follow(): the leads in order, one at a time; each item followed exactly once, after
+// the leads up to it (a follow reads what its lead wrote: here a chain, each value from the one
+// before, as forward kinematics places a body from its parent); the same numbers for any thread
+// count; on two and three threads the followers start before the lead has ended (they do work
+// the lead would otherwise wait for).
+TEST(Parallel, LeadAndFollowFollowsEachItemOnceAfterTheLeadsUpToIt) {
+  constexpr int n = 1000;  // not a whole number of chunks
+  auto run = [&](int threads, std::vector<double>& followed) {
+    std::vector<double> chain(n, 0.0);
+    std::vector<int> hits(n, 0);
+    std::atomic<int> led{0}, out_of_order{0}, too_early{0}, before_the_last_lead{0};
+    followed.assign(n, 0.0);
+    Parallel(Threading{.threads = threads, .min_parallel_bodies = 2})
+        .lead_and_follow(
+            n,
+            [&](int i) {
+              if (led.load() != i) ++out_of_order;
+              chain[static_cast<std::size_t>(i)] = i == 0 ? 1.0 : std::sqrt(chain[static_cast<std::size_t>(i) - 1] + i);
+              led.store(i + 1);
+            },
+            [&](int i) {
+              const int seen = led.load();
+              if (seen <= i) ++too_early;
+              if (seen < n) ++before_the_last_lead;
+              followed[static_cast<std::size_t>(i)] = chain[static_cast<std::size_t>(i)] / 3.0;
+              ++hits[static_cast<std::size_t>(i)];
+            });
+    EXPECT_EQ(out_of_order, 0) << threads;
+    EXPECT_EQ(too_early, 0) << threads;
+    EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), n) << threads;
+    return before_the_last_lead.load();
+  };
+  std::vector<double> serial, threaded;
+  EXPECT_EQ(run(1, serial), 0);  // serially: every lead, then every follow
+  for (int threads : {2, 3}) {
+    int overlapped = 0;
+    for (int attempt = 0; attempt < 20 && overlapped == 0; ++attempt) overlapped = run(threads, threaded);
+    EXPECT_EQ(threaded, serial) << threads;
+    EXPECT_GT(overlapped, 0) << threads << " threads: no item was followed while the lead went on";
+  }
+}
+
 // An exception thrown by a node's or an item's work inside a parallel region (a body whose
 // tangent is indefinite, a non-finite state) must reach the caller as it does in a serial run,
 // not end the process: OpenMP terminates on an exception that leaves a region.
@@ -125,6 +167,17 @@ TEST(Parallel, AnExceptionInsideAParallelRegionReachesTheCaller) {
                  }),
                  std::runtime_error)
         << threads;
+    auto throw_at_item = [&](int at) {
+      return [&, at](int i) {
+        if (i == at) throw std::runtime_error("item " + std::to_string(i));
+      };
+    };
+    for (int at : {0, m.body_count() / 2, m.body_count() - 1}) {  // the followers must not wait for ever
+      EXPECT_THROW(par.lead_and_follow(m.body_count(), throw_at_item(at), nothing), std::runtime_error)
+          << threads << " threads, lead " << at;
+      EXPECT_THROW(par.lead_and_follow(m.body_count(), nothing, throw_at_item(at)), std::runtime_error)
+          << threads << " threads, follow " << at;
+    }
     // and the team is usable afterwards
     std::vector<int> hits(static_cast<std::size_t>(m.body_count()), 0);
     par.for_each(m.body_count(), [&](int i) { hits[static_cast<std::size_t>(i)] += 1; });

@@ -82,7 +82,7 @@ class Hdca final : public OdeFormulation {
 
   void rhs(double t, const Eigen::Ref<const Eigen::VectorXd>& y, Eigen::Ref<Eigen::VectorXd> ydot) override {
     engine_.velocities(q_of(y), p_of(y), v_, &timer_);
-    engine_.kinematics().position_rate(q_of(y), v_, ydot.head(joints().nq()));
+    engine_.kinematics().position_rate(q_of(y), v_, ydot.head(joints().nq()), engine_.parallel());
     engine_.momentum_rates(t, ydot.tail(joints().nv()), &timer_);
   }
 

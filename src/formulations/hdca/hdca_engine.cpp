@@ -85,14 +85,18 @@ template <class After>
 void Engine<Kin>::accumulate_outboard(std::vector<Vec>& w, std::vector<Vec>& out, After&& after) {
   // Children before parents (reverse tree order): out_k = S(o_k <- c) (w_c + sum of c's children's
   // out), w_c summed in place (no copy of w: one sweep less over the bodies).
-  const auto& tree_joints = kin_.joints().tree();
-  for (std::size_t k = tree_joints.size(); k-- > 0;) {
-    const TreeJoint& t = tree_joints[k];
-    const Point& o = kin_.tree_point(static_cast<int>(k));
-    out[k] = G::shift_load(w[static_cast<std::size_t>(t.child)], kin_.com(t.child) - o);
-    if (t.parent != kGround) G::add_shifted_load(w[static_cast<std::size_t>(t.parent)], out[k], o - kin_.com(t.parent));
-    after(static_cast<int>(k));
+  for (auto k = static_cast<int>(kin_.joints().tree().size()); k-- > 0;) {
+    accumulate_joint(k, w, out);
+    after(k);
   }
+}
+
+template <class Kin>
+void Engine<Kin>::accumulate_joint(int k, std::vector<Vec>& w, std::vector<Vec>& out) {
+  const TreeJoint& t = kin_.joints().tree()[static_cast<std::size_t>(k)];
+  const Point& o = kin_.tree_point(k);
+  out[static_cast<std::size_t>(k)] = G::shift_load(w[static_cast<std::size_t>(t.child)], kin_.com(t.child) - o);
+  if (t.parent != kGround) G::add_shifted_load(w[static_cast<std::size_t>(t.parent)], out[static_cast<std::size_t>(k)], o - kin_.com(t.parent));
 }
 
 template <class Kin>
@@ -131,12 +135,16 @@ void Engine<Kin>::velocities(const Eigen::Ref<const Eigen::VectorXd>& q, const E
                              Eigen::Ref<Eigen::VectorXd> v, StageTimer* timer) {
   start(timer);
   p_ = p.template cast<S>();
-  kin_.place(q, parallel_);
-  mark(timer, 0);
-  parallel_.for_each(model_.joint_count(), [&](int j) {  // a tree joint's H p with its rows: one sweep over its H, D
-    joint_rows(j);
-    if (const int k = kin_.tree_index(j); k >= 0) joint_momentum(k);
+  // A tree joint's rows and H p as soon as it is placed (one sweep over its H, D), on the threads
+  // that follow the placing one; the loop-closing joints' once every body is placed.
+  kin_.place(q, parallel_, [&](int k) {
+    if (const int j = kin_.joints().tree()[static_cast<std::size_t>(k)].joint; j >= 0) {  // not a virtual root
+      joint_rows(j);
+      joint_momentum(k);
+    }
   });
+  mark(timer, 0);
+  parallel_.for_each(static_cast<int>(loop_joints_.size()), [&](int i) { joint_rows(loop_joints_[static_cast<std::size_t>(i)]); });
   parallel_.for_each(model_.body_count(), [&](int b) { known_momentum(b); });
   mark(timer, 1);
   core_.assemble(rows_, parallel_, [&](int b) { leaf_coefficients(b); });
@@ -264,16 +272,16 @@ void Engine<Kin>::momentum_rates(double t, Eigen::Ref<Eigen::VectorXd> pdot, Sta
     kin_.loop_rate_loads(j, core_.multiplier(j), rate_load_p_[i], rate_load_c_[i]);
   }
   parallel_.for_each(model_.body_count(), [&](int b) { momentum_residual(b); });
-  // Articulated loads (paper 001 Eqs. 70-76), then each joint's rate. On one thread a joint's
-  // rate follows its A_k in the same sweep (what it reads is still in cache); on several, the
-  // rates are shared among the threads once every A_k is summed. The same numbers either way.
+  // Articulated loads (paper 001 Eqs. 70-76), summed in reverse tree order, and each joint's rate
+  // once its A_k is summed. On one thread in the same sweep (what a rate reads is still in
+  // cache); on several, on the threads that follow the summing one (Parallel::lead_and_follow).
+  // The same numbers either way.
   const auto joints = static_cast<int>(kin_.joints().tree().size());
   auto rate = [&](int k) { joint_rate(k, pdot); };
   if (parallel_.serial(joints)) {
     accumulate_outboard(R_, A_, rate);
   } else {
-    accumulate_outboard(R_, A_);
-    parallel_.for_each(joints, rate);
+    parallel_.lead_and_follow(joints, [&](int i) { accumulate_joint(joints - 1 - i, R_, A_); }, [&](int i) { rate(joints - 1 - i); });
   }
   mark(timer, 6);
 }

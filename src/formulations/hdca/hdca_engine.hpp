@@ -90,6 +90,8 @@ class Engine {
   /// after(k), if given, runs once out_k is final.
   template <class After = void (*)(int)>
   void accumulate_outboard(std::vector<Vec>& w, std::vector<Vec>& out, After&& after = [](int) {});
+  /// One step of it: out_k from w_c (final once c's outboard joints' steps have run), added to w_p.
+  void accumulate_joint(int k, std::vector<Vec>& w, std::vector<Vec>& out);
   void joint_rate(int k, Eigen::Ref<Eigen::VectorXd> pdot) const;
   Point handle_point(int joint) const;
   /// Full load of tree joint k on body b (sign H p + constraint impulse).

@@ -49,6 +49,13 @@ class PlanarKinematics {
   /// Poses from q, serial (a few operations a body: the planar inertias do not turn); the
   /// Parallel is SpatialKinematics' interface.
   void place(const Eigen::Ref<const Eigen::VectorXd>& q, const Parallel&);
+  /// The same, then after(k) for every tree joint k on `parallel`'s threads (SpatialKinematics'
+  /// interface: there the threads follow the placing one).
+  template <class After>
+  void place(const Eigen::Ref<const Eigen::VectorXd>& q, const Parallel& parallel, After&& after) {
+    place(q, parallel);
+    parallel.for_each(static_cast<int>(joints_.tree().size()), after);
+  }
   const Point& com(int b) const { return r_[static_cast<std::size_t>(b)]; }
   const typename G::InverseInertia& inverse_inertia(int b) const { return inverse_inertia_[static_cast<std::size_t>(b)]; }
   const Point& tree_point(int k) const { return tree_point_[static_cast<std::size_t>(k)]; }
@@ -71,7 +78,7 @@ class PlanarKinematics {
   Vec momentum(int b, const Vec& V) const;
 
   void position_rate(const Eigen::Ref<const Eigen::VectorXd>&, const Eigen::Ref<const Eigen::VectorXd>& v,
-                     Eigen::Ref<Eigen::VectorXd> qdot) const {
+                     Eigen::Ref<Eigen::VectorXd> qdot, const Parallel&) const {
     qdot = v;  // one coordinate per joint, its rate
   }
   double normalize(Eigen::Ref<Eigen::VectorXd>, double = 0.0) const { return 0.0; }

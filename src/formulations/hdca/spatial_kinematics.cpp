@@ -25,23 +25,24 @@ SpatialKinematics<S>::SpatialKinematics(const Model& model, const Topology& topo
     applied_.assign(model.bodies.size(), Vec::Zero());
   }
   for (std::size_t b = 0; b < model.bodies.size(); ++b) inverse_inertia_[b].inverse_mass = S(1.0 / model.bodies[b].mass);
+  assert(joints_.tree().size() == model.bodies.size());  // every body is a tree joint's child: placed() sees each once
 }
 
 template <class S>
-void SpatialKinematics<S>::place(const Eigen::Ref<const Eigen::VectorXd>& q, const Parallel& parallel) {
-  joints_.place(q, bodies_, motion_);  // serial: each body after its parent
-  parallel.for_each(model_.body_count(), [&](int i) {
-    const auto b = static_cast<std::size_t>(i);
-    inverse_inertia_[b].J_inverse = inertia_[b].inverse(inertia_[b].axes(bodies_[b].q)).cast<S>();
-    com_[b] = bodies_[b].r.cast<S>();
-  });
-  if constexpr (!kDouble)
-    parallel.for_each(static_cast<int>(motion_.size()), [&](int i) {
-      const auto k = static_cast<std::size_t>(i);
-      tree_point_[k] = motion_[k].point.cast<S>();
-      H_[k] = motion_.H(i).cast<S>();
-      D_[k] = motion_.D(i).cast<S>();
-    });
+void SpatialKinematics<S>::placed(int k) {
+  const auto b = static_cast<std::size_t>(joints_.tree()[static_cast<std::size_t>(k)].child);
+  inverse_inertia_[b].J_inverse = inertia_[b].inverse(inertia_[b].axes(bodies_[b].q)).cast<S>();
+  com_[b] = bodies_[b].r.cast<S>();
+  if constexpr (!kDouble) {
+    const auto kk = static_cast<std::size_t>(k);
+    tree_point_[kk] = motion_[kk].point.cast<S>();
+    H_[kk] = motion_.H(k).cast<S>();
+    D_[kk] = motion_.D(k).cast<S>();
+  }
+}
+
+template <class S>
+void SpatialKinematics<S>::place_loop_joints() {
   for (int j : loop_joints_) {  // velocity level: J V = -Phi_t, at the child's joint-frame origin
     const Joint& joint = model_.joints[static_cast<std::size_t>(j)];
     const BodyState& P = state_of(bodies_, joint.parent);

@@ -46,8 +46,23 @@ class SpatialKinematics {
   int tree_index(int joint) const { return layout_.tree_index[static_cast<std::size_t>(joint)]; }
 
   /// Poses from q: everything the velocity-level solve needs. The joints are placed in tree order
-  /// on this thread; the bodies' inverse inertias (and float's copies) on `parallel`'s threads.
-  void place(const Eigen::Ref<const Eigen::VectorXd>& q, const Parallel& parallel);
+  /// on one thread; as each is placed, its child's inverse inertia (and float's copies of its
+  /// motion) and then after(k) run on `parallel`'s other threads behind the sweep
+  /// (Parallel::lead_and_follow); the loop-closing joints' rows last, on this thread.
+  template <class After>
+  void place(const Eigen::Ref<const Eigen::VectorXd>& q, const Parallel& parallel, After&& after) {
+    joints_.prepare(motion_);
+    parallel.lead_and_follow(
+        static_cast<int>(joints_.tree().size()), [&](int k) { joints_.place_joint(k, q, bodies_, motion_); },
+        [&](int k) {
+          placed(k);
+          after(k);
+        });
+    place_loop_joints();
+  }
+  void place(const Eigen::Ref<const Eigen::VectorXd>& q, const Parallel& parallel) {
+    place(q, parallel, [](int) {});
+  }
   /// A copy of the body's position, in S, made by place(): in double too, as the engine's sweeps
   /// read it four times a right-hand side, 24 bytes a body where the BodyState takes 152.
   const Point& com(int b) const { return com_[static_cast<std::size_t>(b)]; }
@@ -103,9 +118,11 @@ class SpatialKinematics {
   /// M V of a body (its momentum at the centre of mass).
   Vec momentum(int b, const Vec& V) const;
 
+  /// qdot = G(q) v, joint by joint on `parallel`'s threads.
   void position_rate(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
-                     Eigen::Ref<Eigen::VectorXd> qdot) const {
-    joints_.position_rate(q, v, qdot);
+                     Eigen::Ref<Eigen::VectorXd> qdot, const Parallel& parallel) const {
+    if (parallel.serial(static_cast<int>(joints_.tree().size()))) return joints_.position_rate(q, v, qdot);
+    parallel.for_each(static_cast<int>(joints_.tree().size()), [&](int k) { joints_.position_rate(k, q, v, qdot); });
   }
   double normalize(Eigen::Ref<Eigen::VectorXd> q, double tolerance = 0.0) const { return joints_.normalize(q, tolerance); }
   /// Rotational springs and actuators unwrap their angles against the last move().
@@ -114,6 +131,12 @@ class SpatialKinematics {
   bool measures_angles() const { return loads_.measures_angles(); }
 
  private:
+  /// What place() does for tree joint k once it is placed: its child's inverse inertia and
+  /// position copy, and in float the joint's point, H and D rounded.
+  void placed(int k);
+  /// The loop-closing joints' points and velocity-level rows, once every body is placed.
+  void place_loop_joints();
+
   const Model& model_;
   JointSpace joints_;
   jc::JointLayout layout_;
