@@ -25,8 +25,8 @@ class Engine {
   using Rows = dc::JointRows<S, Dim>;
 
   /// Stages marked in the timer given to velocities() and momentum_rates(), in this order
-  /// ("kinematics" is place(); "rows" also makes each tree joint's H p, in the rows' sweep, and the
-  /// bodies' known momenta).
+  /// ("kinematics" is place() with what follows each tree joint's placing: its rows and H p;
+  /// "rows" is the loop-closing joints' rows and the bodies' known momenta).
   static StageTimer make_timer() {
     return StageTimer{"kinematics", "rows", "assemble", "base", "disassemble", "velocities", "momentum_rates"};
   }
