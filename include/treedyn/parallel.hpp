@@ -159,8 +159,8 @@ class Parallel {
     errors.rethrow();
   }
 
-  /// lead(i) for i in [0, count) in that order, on one thread, and follow(i) for every i, on any
-  /// thread, once lead(0) ... lead(i) have run. For a sweep that must run in order (forward
+  /// lead(i) for i in [0, count) in that order, on the calling thread, and follow(i) for every i,
+  /// on any thread, once lead(0) ... lead(i) have run. For a sweep that must run in order (forward
   /// kinematics: each body's pose needs its parent's) followed by work that each item needs only
   /// once it is swept: the other threads do that work behind the sweep, in chunks of kFollowChunk
   /// items, instead of waiting for the whole sweep. Serially (one thread, few items, the
