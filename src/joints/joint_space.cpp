@@ -23,7 +23,7 @@ using namespace joint_kinematics;
   return column;
 }
 
-/// place_child: a tree joint's child pose and the joint's point, H and D (its columns, at HD: subspace_columns()),
+/// A tree joint's child pose and the joint's point, H and D (its columns, at HD: subspace_columns()),
 /// from its parent's pose and q. `rotations`: JointSpace::rotations(), where t's turned frames'
 /// rotations are. (m.nv is set once, when the JointMotions is sized.)
 [[gnu::always_inline]] inline void place_child(const TreeJoint& t, const Mat3* rotations, const double* q, SystemState& bodies,
@@ -247,11 +247,7 @@ void JointSpace::forward_kinematics(const Eigen::Ref<const Eigen::VectorXd>& q, 
 
 void JointSpace::place(const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, JointMotions& motion) const {
   size_motion(motion);
-  double* columns = motion.columns_.data();
-  for (std::size_t k = 0; k < tree_.size(); ++k) {
-    JointMotion& m = motion.joints_[k];
-    place_child(tree_[k], rotations_.data(), q.data(), bodies, m, columns + m.at);
-  }
+  for (int k = 0; k < static_cast<int>(tree_.size()); ++k) place_joint(k, q, bodies, motion);
 }
 
 void JointSpace::place_joint(int k, const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, JointMotions& motion) const {
