@@ -29,8 +29,8 @@ s = json.load(open(sys.argv[4]))
 d = s.get("diagnostics", {})
 trials = ""
 if "thread_trials" in d:
-    trials = (f", {d['thread_trials']:.0f} trials ({d['thread_trials_one_thread_faster']:.0f} to one thread), a pass "
-              f"{1e6 * d['pass_seconds_on_threads']:.0f} us on two threads, {1e6 * d['pass_seconds_on_one_thread']:.0f} us on one")
+    trials = (f", {d['thread_trials']:.0f} trials ({d['thread_trials_one_thread_faster']:.0f} to one thread), a call "
+              f"{1e6 * d['call_seconds_on_threads']:.0f} us on two threads, {1e6 * d['call_seconds_on_one_thread']:.0f} us on one")
 print(f"round {sys.argv[1]} {sys.argv[2]:>4} {sys.argv[3]:>5}: {s['wall_seconds']:.3f} s of stepping, {s['status']}{trials}")
 PY
     done

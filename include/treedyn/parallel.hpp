@@ -67,18 +67,22 @@ class RegionErrors {
 /// every barrier: on the two-core development VM with both cores taken by other programs, two
 /// threads ran an ali3 run of the 1024-body chain 2.2 times slower than one (docs/benchmarks.md).
 ///
-/// A trial times an epoch of passes on the threads, then one on one thread, and the faster runs
+/// What it times is a call: a formulation's whole right-hand side or step (Parallel::TimedCall),
+/// or a pass where no call is timed. A trial times an epoch of calls on the threads, then one on
+/// one thread, and the faster runs
 /// for the next stretch (kFirstStretch seconds; a choice a trial confirms doubles the stretch up
 /// to kLongestStretch, a changed one goes back to kFirstStretch), so a machine that becomes busy
 /// or idle is followed. A stretch on the threads is timed too: one slower than the last trial's
 /// epoch on one thread goes on on one thread without a trial (a short epoch can flatter threads).
-/// An epoch lasts at least kEpochSeconds and kEpochCalls passes, a whole number of kEpochCalls
-/// (formulations call passes of different sizes in cycles of up to six: an ali3 step makes five),
+/// An epoch lasts at least kEpochSeconds and kEpochCalls calls, a whole number of kEpochCalls
+/// (where passes are the calls, formulations make them in cycles of different sizes, up to six),
 /// and its first kWarmupCalls are not timed: after a switch the threads wake, caches refill, and
 /// the scheduler briefly favours threads that slept, which made two threads look faster than one
-/// on a busy machine in 60-pass epochs. The clock is read twice a pass (tens of nanoseconds
-/// against the passes' tens of microseconds and more). The same operations run on every node
-/// either way, so results do not depend on the choice.
+/// on a busy machine in 60-pass epochs. Timing passes alone misses the serial work between them:
+/// when one core runs slow, hdca's passes still gained on two threads while its whole right-hand
+/// side lost (docs/benchmarks.md, session 33). The clock is read twice a call (tens of
+/// nanoseconds against the calls' tens of microseconds and more). The same operations run on
+/// every node either way, so results do not depend on the choice.
 class ThreadGovernor {
  public:
   static constexpr int kEpochCalls = 60;
@@ -91,14 +95,14 @@ class ThreadGovernor {
 
   /// Whether the next call runs on the threads.
   bool threaded() const { return threaded_; }
-  /// Around every pass (not nested): begin() before, end() after.
+  /// Around every call (not nested): begin() before, end() after.
   void begin() { started_ = clock_(); }
   void end();
 
   struct Report {
-    long threaded_calls = 0, serial_calls = 0;  // passes run on the threads and on one
+    long threaded_calls = 0, serial_calls = 0;  // calls run on the threads and on one
     int trials = 0, fallbacks = 0;              // trials finished, and those that chose one thread
-    double threaded_seconds = 0.0, serial_seconds = 0.0;  // per pass, in the last trial
+    double threaded_seconds = 0.0, serial_seconds = 0.0;  // per call, in the last trial
   };
   const Report& report() const { return report_; }
   /// What a run should be told when one thread was faster in any trial (empty otherwise).
@@ -139,6 +143,30 @@ class Parallel {
   /// The choice between the threads and one thread, when made (Threading::fallback and more than
   /// one thread); nullptr otherwise.
   const ThreadGovernor* governor() const { return govern_ ? &governor_ : nullptr; }
+
+  /// Around a whole call of a formulation (a right-hand side, a step) over `bodies` bodies: the
+  /// governor times the call as one, not the passes inside it one by one, so that what the
+  /// threads gain or lose outside the passes (lead_and_follow's sweeps, for_each, the serial work
+  /// between them) counts in its choice. Once a Parallel has timed a call, passes outside any call
+  /// (a snapshot's) are no longer timed: they would mix other sizes into the trials' epochs.
+  /// Calls do not nest in effect (an inner one is part of the outer); bodies below
+  /// Threading::min_parallel_bodies: not timed. Lives on the calling thread's stack, within the
+  /// Parallel's lifetime.
+  class TimedCall {
+   public:
+    TimedCall(const Parallel& parallel, int bodies) : timed_(parallel, bodies >= parallel.min_parallel_bodies_, true) {}
+
+   private:
+    friend class Parallel;
+    struct Scope {
+      Scope(const Parallel& parallel, bool large, bool call);
+      ~Scope();
+      Scope(const Scope&) = delete;
+      Scope& operator=(const Scope&) = delete;
+      const Parallel* parallel;  // null: not timed
+    };
+    Scope timed_;
+  };
 
   /// True if for_each(count, f) would run on this thread alone (one thread, fewer items than
   /// Threading::min_parallel_bodies, or the governor's choice of one thread): a caller may then
@@ -205,7 +233,7 @@ class Parallel {
   /// shared among threads; the few levels above them run level by level.
   template <class Leaf, class Inner>
   void assemble(const AssemblyTree& tree, Leaf&& leaf, Inner&& inner) const {
-    const Governed timed(governed(tree));
+    const Governed timed(*this, tree);
     if (serial(tree)) return assemble_serially(tree, leaf, inner);
     pin();
     RegionErrors errors;
@@ -218,7 +246,7 @@ class Parallel {
   /// reverse of assemble()).
   template <class Inner, class Leaf>
   void disassemble(const AssemblyTree& tree, Inner&& inner, Leaf&& leaf) const {
-    const Governed timed(governed(tree));
+    const Governed timed(*this, tree);
     if (serial(tree)) return disassemble_serially(tree, inner, leaf);
     pin();
     RegionErrors errors;
@@ -236,7 +264,7 @@ class Parallel {
   template <class Before, class LeafUp, class InnerUp, class Root, class InnerDown, class LeafDown>
   void pass(const AssemblyTree& tree, int count, Before&& before, LeafUp&& leaf_up, InnerUp&& inner_up, Root&& root,
             InnerDown&& inner_down, LeafDown&& leaf_down) const {
-    const Governed timed(governed(tree));
+    const Governed timed(*this, tree);
     if (serial(tree)) {
       for (int i = 0; i < count; ++i) before(i);
       assemble_serially(tree, leaf_up, inner_up);
@@ -277,20 +305,11 @@ class Parallel {
   }
 
  private:
-  /// Times one pass for the governor (a null governor: nothing).
-  struct Governed {
-    ThreadGovernor* governor;
-    explicit Governed(ThreadGovernor* g) : governor(g) {
-      if (governor) governor->begin();
-    }
-    ~Governed() {
-      if (governor) governor->end();
-    }
-    Governed(const Governed&) = delete;
-    Governed& operator=(const Governed&) = delete;
+  /// Times one pass for the governor, unless it is inside a TimedCall, the tree is too small to
+  /// share among the threads, or calls are timed instead (TimedCall).
+  struct Governed : TimedCall::Scope {
+    Governed(const Parallel& parallel, const AssemblyTree& tree) : Scope(parallel, !parallel.small(tree), false) {}
   };
-  /// The governor, for a tree large enough to share among the threads.
-  ThreadGovernor* governed(const AssemblyTree& tree) const { return govern_ && !small(tree) ? &governor_ : nullptr; }
 
   template <class Leaf, class Inner>
   static void assemble_serially(const AssemblyTree& tree, Leaf& leaf, Inner& inner) {
@@ -425,6 +444,19 @@ class Parallel {
   mutable bool pinned_ = false;  // set from the calling thread, before any region
   mutable bool caller_released_ = false;  // unpinned for a stretch on one thread (on_threads)
   mutable ThreadGovernor governor_;
+  mutable int timing_depth_ = 0;      // TimedCalls open: only the outermost is timed, and no pass inside
+  mutable bool calls_timed_ = false;  // a TimedCall has been timed: passes outside calls are not
 };
+
+inline Parallel::TimedCall::Scope::Scope(const Parallel& p, bool large, bool call)
+    : parallel(p.govern_ && large && (call || (p.timing_depth_ == 0 && !p.calls_timed_)) ? &p : nullptr) {
+  if (!parallel) return;
+  if (p.timing_depth_++ == 0) p.governor_.begin();
+  if (call) p.calls_timed_ = true;
+}
+
+inline Parallel::TimedCall::Scope::~Scope() {
+  if (parallel && --parallel->timing_depth_ == 0) parallel->governor_.end();
+}
 
 }  // namespace treedyn

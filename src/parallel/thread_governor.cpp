@@ -27,7 +27,7 @@ void ThreadGovernor::start_epoch(Phase phase, double now) {
 void ThreadGovernor::end() {
   (threaded_ ? report_.threaded_calls : report_.serial_calls)++;
   const double now = clock_();
-  if (!started_epochs_) {  // the first pass starts the first epoch (a governor made long before it ran)
+  if (!started_epochs_) {  // the first call starts the first epoch (a governor made long before it ran)
     started_epochs_ = true;
     start_epoch(Phase::Threaded, started_);
   }
@@ -86,9 +86,9 @@ std::string ThreadGovernor::notice(int threads) const {
   const long calls = report_.threaded_calls + report_.serial_calls;
   char text[512];
   std::snprintf(text, sizeof text,
-                "threads: one thread was faster than %d on this machine in %d of %d timings (the last: %.3g us a pass "
+                "threads: one thread was faster than %d on this machine in %d of %d timings (the last: %.3g us a step or right-hand side "
                 "on %d threads, %.3g us on one; cores busy with other work make threads wait for each other), so %.0f%% "
-                "of the passes ran on one thread; the results do not depend on it (--threads 1 skips the timings)",
+                "of the steps or right-hand sides ran on one thread; the results do not depend on it (--threads 1 skips the timings)",
                 threads, report_.fallbacks, report_.trials, 1e6 * report_.threaded_seconds, threads,
                 1e6 * report_.serial_seconds, calls > 0 ? 100.0 * static_cast<double>(report_.serial_calls) / static_cast<double>(calls) : 0.0);
   return text;

@@ -489,13 +489,13 @@ SimulationResult run_once(Simulator& sim, const RunOptions& options, const Syste
   result.diagnostics = sim.formulation().diagnostics();
   if (const ThreadGovernor* g = sim.formulation().thread_governor()) {  // threads asked for, and timed
     const ThreadGovernor::Report& t = g->report();
-    if (const long passes = t.threaded_calls + t.serial_calls; passes > 0)
-      result.diagnostics["passes_on_threads_fraction"] = static_cast<double>(t.threaded_calls) / static_cast<double>(passes);
+    if (const long calls = t.threaded_calls + t.serial_calls; calls > 0)
+      result.diagnostics["calls_on_threads_fraction"] = static_cast<double>(t.threaded_calls) / static_cast<double>(calls);
     if (t.trials > 0) {  // what the timings found: whether threads paid on this machine, and by how much
       result.diagnostics["thread_trials"] = t.trials;
       result.diagnostics["thread_trials_one_thread_faster"] = t.fallbacks;
-      result.diagnostics["pass_seconds_on_threads"] = t.threaded_seconds;  // in the last trial
-      result.diagnostics["pass_seconds_on_one_thread"] = t.serial_seconds;
+      result.diagnostics["call_seconds_on_threads"] = t.threaded_seconds;  // in the last trial
+      result.diagnostics["call_seconds_on_one_thread"] = t.serial_seconds;
     }
   }
   if (fixed_step(sim)) result.step = sim.settings().dt;

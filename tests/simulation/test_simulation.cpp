@@ -100,7 +100,7 @@ TEST(Simulation, ARunOnTimedThreadsReportsItsTrials) {
     run.dt = 0.1;
     r = run_simulation(sim, run);
     ASSERT_TRUE(r.ok()) << r.message;
-    ASSERT_TRUE(r.diagnostics.contains("passes_on_threads_fraction"));
+    ASSERT_TRUE(r.diagnostics.contains("calls_on_threads_fraction"));
     if (r.diagnostics.contains("thread_trials")) break;
   }
   const auto& d = r.diagnostics;
@@ -109,16 +109,16 @@ TEST(Simulation, ARunOnTimedThreadsReportsItsTrials) {
   EXPECT_GE(trials, 1.0);
   EXPECT_GE(one_faster, 0.0);
   EXPECT_LE(one_faster, trials);
-  EXPECT_GT(d.at("pass_seconds_on_threads"), 0.0);
-  EXPECT_GT(d.at("pass_seconds_on_one_thread"), 0.0);
-  EXPECT_LE(d.at("pass_seconds_on_threads"), r.wall_seconds);
+  EXPECT_GT(d.at("call_seconds_on_threads"), 0.0);
+  EXPECT_GT(d.at("call_seconds_on_one_thread"), 0.0);
+  EXPECT_LE(d.at("call_seconds_on_threads"), r.wall_seconds);
   const bool warned = std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
     return w.find("one thread was faster than 2") != std::string::npos;
   });
   EXPECT_EQ(warned, one_faster > 0.0) << "the warning and the count disagree";
-  // Every trial runs passes on both; a trial that chose one thread leaves passes on one thread.
-  EXPECT_LT(d.at("passes_on_threads_fraction"), 1.0);
-  EXPECT_GT(d.at("passes_on_threads_fraction"), 0.0);
+  // Every trial runs calls on both; a trial that chose one thread leaves calls on one thread.
+  EXPECT_LT(d.at("calls_on_threads_fraction"), 1.0);
+  EXPECT_GT(d.at("calls_on_threads_fraction"), 0.0);
 }
 
 // A run that ends where it starts is the initial sample alone, under every formulation (the

@@ -410,6 +410,7 @@ class Ali3 final : public Formulation {
 
   /// One trapezoidal step of h, ending at t (t_ + h, or an output time it rounds to).
   void step(double h, double t) {
+    const Parallel::TimedCall timed(ctx_.parallel, n_);  // the governor's unit
     timer_.start();
     newton(t, h);
     timer_.mark(0);

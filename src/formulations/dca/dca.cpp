@@ -62,6 +62,7 @@ class Dca final : public OdeFormulation {
   std::string describe(int index) const override { return joints().describe_state(index, "velocity"); }
 
   void rhs(double t, const Eigen::Ref<const Eigen::VectorXd>& y, Eigen::Ref<Eigen::VectorXd> ydot) override {
+    const Parallel::TimedCall timed(solver_.parallel(), model().body_count());  // the governor's unit
     evaluate(t, y);
     joints().position_rate(y.head(joints().nq()), y.tail(joints().nv()), ydot.head(joints().nq()));
     ydot.tail(joints().nv()) = solver_.vdot();

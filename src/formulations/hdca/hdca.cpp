@@ -81,6 +81,7 @@ class Hdca final : public OdeFormulation {
   std::string describe(int index) const override { return joints().describe_state(index, "momentum"); }
 
   void rhs(double t, const Eigen::Ref<const Eigen::VectorXd>& y, Eigen::Ref<Eigen::VectorXd> ydot) override {
+    const Parallel::TimedCall timed(engine_.parallel(), model().body_count());  // the governor's unit
     engine_.velocities(q_of(y), p_of(y), v_, &timer_);
     engine_.kinematics().position_rate(q_of(y), v_, ydot.head(joints().nq()), engine_.parallel());
     engine_.momentum_rates(t, ydot.tail(joints().nv()), &timer_);

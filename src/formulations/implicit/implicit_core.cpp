@@ -339,6 +339,7 @@ void Core::initialise() {
 }
 
 void Core::take_step(double h, double t1) {
+  const Parallel::TimedCall timed(ctx_.parallel, n_);  // the governor's unit
   state_n_ = state_;
   evaluate_blocks(t_, state_, blocks_n_, ConstraintParts::jacobians_only());
   update_frictions();
