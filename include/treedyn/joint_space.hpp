@@ -136,6 +136,10 @@ class JointMotions {
     if (unit_[static_cast<std::size_t>(k)]) return ConstColumns(kUnitColumns, 6, 6 - m.nv);
     return ConstColumns(columns_.data() + m.at + 6 * m.nv, 6, 6 - m.nv);
   }
+  /// Tree joint k's child's rotation matrix A_C, as placing the joint made it: the children of
+  /// that body are placed from it, and its quaternion is this matrix's, normalised
+  /// (JointSpace::orient_child).
+  const Mat3& child_rotation(int k) const { return rotation_[static_cast<std::size_t>(k)]; }
 
  private:
   friend class JointSpace;
@@ -143,6 +147,7 @@ class JointMotions {
   std::vector<JointMotion> joints_;
   std::vector<double> columns_;
   std::vector<char> unit_;  // per joint: D = [I; 0], not held
+  std::vector<Mat3> rotation_;  // per joint: child_rotation()
   const void* sized_for_ = nullptr;  // the JointSpace that sized it
 };
 
@@ -179,9 +184,16 @@ class JointSpace {
   void place(const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, JointMotions& motion) const;
   /// place() one joint at a time, for a caller that does other work on each joint as it is
   /// placed (Parallel::lead_and_follow): prepare(motion) once, then place_joint(k, ...) for every
-  /// k in tree order (a parent's joint before its children's). The same numbers as place().
+  /// k in tree order (a parent's joint before its children's), and orient_child(k, ...) after
+  /// place_joint(k, ...), in any order and on any thread. The same numbers as place().
   void prepare(JointMotions& motion) const { size_motion(motion); }
+  /// Tree joint k's child's position and rotation matrix (JointMotions::child_rotation), and the
+  /// joint's point, H and D, from its parent's (placed before) and q; not the child's quaternion.
+  /// A child is placed from its parent's matrix, not from the parent's quaternion, so a sweep
+  /// along a chain makes no quaternion on its way (what lead_and_follow's lead runs alone).
   void place_joint(int k, const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, JointMotions& motion) const;
+  /// Tree joint k's child's quaternion, from its rotation matrix (after place_joint(k, ...)).
+  void orient_child(int k, SystemState& bodies, const JointMotions& motion) const;
 
   /// Body twists from v on poses set by place(), and every tree joint's kappa.
   void move(const Eigen::Ref<const Eigen::VectorXd>& v, SystemState& bodies, JointMotions& motion) const;
@@ -210,6 +222,8 @@ class JointSpace {
   const Model* model_;
   /// Sizes `motion` for the tree joints (once; a sized one is left as it is).
   void size_motion(JointMotions& motion) const;
+  /// The rotation matrix of t's parent body, as placing it made it (the identity for the ground).
+  const Mat3& parent_rotation(const TreeJoint& t, const JointMotions& motion) const;
 
   std::vector<TreeJoint> tree_;
   RotationTable rotations_;  // the frames' rotations that are not the identity

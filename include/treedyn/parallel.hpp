@@ -192,13 +192,16 @@ class Parallel {
   /// kinematics: each body's pose needs its parent's) followed by work that each item needs only
   /// once it is swept: the other threads do that work behind the sweep, in chunks of kFollowChunk
   /// items, instead of waiting for the whole sweep. Serially (one thread, few items, the
-  /// governor's choice): every lead, then every follow. The same operations on every item either
-  /// way, so results do not depend on the threads.
+  /// governor's choice): lead(i), then follow(i), for each i in turn (what a follow reads is still
+  /// in cache). The same operations on every item either way, so results do not depend on the
+  /// threads, as long as no lead reads what a follow writes.
   template <class Lead, class Follow>
   void lead_and_follow(int count, Lead&& lead, Follow&& follow) const {
     if (serial(count)) {
-      for (int i = 0; i < count; ++i) lead(i);
-      for (int i = 0; i < count; ++i) follow(i);
+      for (int i = 0; i < count; ++i) {
+        lead(i);
+        follow(i);
+      }
       return;
     }
     pin();

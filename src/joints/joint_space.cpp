@@ -23,14 +23,17 @@ using namespace joint_kinematics;
   return column;
 }
 
-/// A tree joint's child pose and the joint's point, H and D (its columns, at HD: subspace_columns()),
-/// from its parent's pose and q. `rotations`: JointSpace::rotations(), where t's turned frames'
-/// rotations are. (m.nv is set once, when the JointMotions is sized.)
+/// The ground's rotation matrix, as a parent's (JointSpace::parent_rotation).
+const Mat3 kGroundRotation = Mat3::Identity();
+
+/// A tree joint's child position and rotation matrix A_C, and the joint's point, H and D (its
+/// columns, at HD: subspace_columns()), from its parent's position, its parent's rotation matrix
+/// A_P and q; the child's quaternion is left to orient(). `rotations`: JointSpace::rotations(),
+/// where t's turned frames' rotations are. (m.nv is set once, when the JointMotions is sized.)
 [[gnu::always_inline]] inline void place_child(const TreeJoint& t, const Mat3* rotations, const double* q, SystemState& bodies,
-                                               JointMotion& m, double* HD) {
+                                               const Mat3& A_P, JointMotion& m, double* HD, Mat3& A_C) {
   const BodyState& P = state_of(bodies, t.parent);
   BodyState& C = bodies[static_cast<std::size_t>(t.child)];
-  const Mat3 A_P = P.q.toRotationMatrix();
   const Mat3 Fp = t.parent_turned() ? Mat3(A_P * rotations[t.parent_rotation]) : A_P;  // frame_pose(P, parent_frame)
   Mat3 R;
   Vec3 p;
@@ -38,12 +41,14 @@ using namespace joint_kinematics;
   const Mat3 Fc = Fp * R;
   Vec3 o = P.r + A_P * t.parent_origin;
   if (t.translates) o += Fp * p;  // else p = 0
-  const Mat3 A_C = t.child_turned() ? Mat3(Fc * rotations[t.child_rotation].transpose()) : Fc;
-  C.q = Quat(A_C).normalized();
+  A_C = t.child_turned() ? Mat3(Fc * rotations[t.child_rotation].transpose()) : Fc;
   C.r = o - A_C * t.child_origin;
   m.point = o;
   subspace_columns(t.type, Fp, Fc, HD);
 }
+
+/// A body's quaternion from its rotation matrix A_C (place_child()).
+[[gnu::always_inline]] inline void orient(BodyState& C, const Mat3& A_C) { C.q = Quat(A_C).normalized(); }
 
 /// A tree joint's child twist and the joint's kappa, from its parent's twist and v (after place_child).
 /// kappa = Hdot v + [w_P x (H v)_lin; 0], where column c of Hdot is w x H_c with w the angular
@@ -223,6 +228,7 @@ void JointSpace::size_motion(JointMotions& motion) const {
   motion.sized_for_ = this;
   motion.joints_.assign(tree_.size(), JointMotion{});
   motion.unit_.assign(tree_.size(), 0);
+  motion.rotation_.assign(tree_.size(), Mat3::Identity());
   std::size_t at = 0;
   for (std::size_t k = 0; k < tree_.size(); ++k) {
     const TreeJoint& t = tree_[k];
@@ -240,20 +246,36 @@ void JointSpace::forward_kinematics(const Eigen::Ref<const Eigen::VectorXd>& q, 
   double* columns = motion.columns_.data();
   for (std::size_t k = 0; k < tree_.size(); ++k) {  // a parent is placed and moved before its children
     JointMotion& m = motion.joints_[k];
-    place_child(tree_[k], rotations_.data(), q.data(), bodies, m, columns + m.at);
+    Mat3& A_C = motion.rotation_[k];
+    place_child(tree_[k], rotations_.data(), q.data(), bodies, parent_rotation(tree_[k], motion), m, columns + m.at, A_C);
+    orient(bodies[static_cast<std::size_t>(tree_[k].child)], A_C);
     move_joint(tree_[k], v.data(), bodies, m, columns + m.at);
   }
 }
 
 void JointSpace::place(const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, JointMotions& motion) const {
   size_motion(motion);
-  for (int k = 0; k < static_cast<int>(tree_.size()); ++k) place_joint(k, q, bodies, motion);
+  for (int k = 0; k < static_cast<int>(tree_.size()); ++k) {
+    place_joint(k, q, bodies, motion);
+    orient_child(k, bodies, motion);
+  }
 }
 
 void JointSpace::place_joint(int k, const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, JointMotions& motion) const {
   assert(motion.sized_for_ == this && k >= 0 && static_cast<std::size_t>(k) < tree_.size());  // after prepare()
+  const TreeJoint& t = tree_[static_cast<std::size_t>(k)];
   JointMotion& m = motion.joints_[static_cast<std::size_t>(k)];
-  place_child(tree_[static_cast<std::size_t>(k)], rotations_.data(), q.data(), bodies, m, motion.columns_.data() + m.at);
+  place_child(t, rotations_.data(), q.data(), bodies, parent_rotation(t, motion), m, motion.columns_.data() + m.at,
+              motion.rotation_[static_cast<std::size_t>(k)]);
+}
+
+void JointSpace::orient_child(int k, SystemState& bodies, const JointMotions& motion) const {
+  assert(motion.sized_for_ == this && k >= 0 && static_cast<std::size_t>(k) < tree_.size());  // after place_joint(k)
+  orient(bodies[static_cast<std::size_t>(tree_[static_cast<std::size_t>(k)].child)], motion.child_rotation(k));
+}
+
+const Mat3& JointSpace::parent_rotation(const TreeJoint& t, const JointMotions& motion) const {
+  return t.parent == kGround ? kGroundRotation : motion.rotation_[static_cast<std::size_t>(tree_joint_of_[static_cast<std::size_t>(t.parent)])];
 }
 
 void JointSpace::move(const Eigen::Ref<const Eigen::VectorXd>& v, SystemState& bodies, JointMotions& motion) const {

@@ -26,6 +26,8 @@ class PrincipalInertia {
 
   /// A_p for the body's orientation q (unit).
   Mat3 axes(const Quat& q) const { return aligned_ ? q.toRotationMatrix() : (q * q_p_).toRotationMatrix(); }
+  /// A_p for the body's rotation matrix A (orthonormal): A itself where aligned (no quaternion).
+  Mat3 axes(const Mat3& A) const { return aligned_ ? A : Mat3(A * q_p_.toRotationMatrix()); }
   /// J^-1 in the frame whose principal axes are A_p's columns; symmetric to the last bit.
   Mat3 inverse(const Mat3& A_p) const {
     const Mat3 T = A_p * d_inverse_.asDiagonal();  // column k scaled by 1 / d_k

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -721,10 +722,14 @@ TEST(Cli, ARunThatLeftItsAccuracyEndsWarningWithTheCheckThatFailed) {
   EXPECT_EQ(unchecked.status, 0) << unchecked.text;
 }
 
-// Issue 24: dca on paper 000's four-bar leaves its assembly branch at a singular position and
-// ends 1.7 m from where a refined run ends, with every constraint kept: only an error estimate
-// sees it. With --estimate-error the run says warning (exit 3) and summary.json carries the
-// estimate; ali3, which keeps the branch, stays ok; compare marks each run converged or not.
+// Issue 24: dca on paper 000's four-bar comes near its singular position 20 times, where a run
+// can change assembly branch, and ends far from where a refined run ends, with every constraint
+// kept: only an error estimate sees it. How far depends on the round-off with which each run
+// passes those positions (1.79 m until session 33, 0.33 m since its kinematics carry rotation
+// matrices down the tree), so the test asks for ten times the accuracy check's limit (1 % of
+// the 1.73 m length), not for one distance. With --estimate-error the run says warning (exit 3)
+// and summary.json carries the estimate; ali3, which keeps the branch, stays ok; compare marks
+// each run converged or not.
 TEST(Cli, EstimateErrorCatchesTheFourBarsBranchSwitchThatTheConstraintsCannotSee) {
   const std::string model = treedyn::test::model_path("four_bar");
   // dca unstabilised (paper 001's setting): it leaves the branch (its default Baumgarte rate keeps it).
@@ -732,7 +737,11 @@ TEST(Cli, EstimateErrorCatchesTheFourBarsBranchSwitchThatTheConstraintsCannotSee
   EXPECT_EQ(dca.status, 3) << dca.text;
   EXPECT_NE(dca.text.find("error estimate (against a companion run with rtol 1.000e-08"), std::string::npos) << dca.text;
   const auto summary = nlohmann::json::parse(std::ifstream(temp("estimate_dca") + "/summary.json"));
-  EXPECT_GT(summary["error_estimate"]["position"].get<double>(), 0.5);
+  double limit = 0.0;
+  for (const auto& c : summary["judgement"]["checks"])
+    if (c["name"] == "accuracy") limit = c["threshold"].get<double>();
+  EXPECT_NEAR(limit, 0.01 * std::sqrt(3.0), 1e-12);  // 1 % of the characteristic length
+  EXPECT_GT(summary["error_estimate"]["position"].get<double>(), 10.0 * limit);
   EXPECT_LT(summary["constraint_error_max"]["position"].get<double>(), 1e-3);  // the loop itself is kept
   const auto ali3 = run("simulate " + model + " -f ali3 --t-end 5 --estimate-error -q -o " + temp("estimate_ali3"));
   EXPECT_EQ(ali3.status, 0) << ali3.text;

@@ -81,14 +81,10 @@ typename Engine<Kin>::Point Engine<Kin>::handle_point(int joint) const {
 }
 
 template <class Kin>
-template <class After>
-void Engine<Kin>::accumulate_outboard(std::vector<Vec>& w, std::vector<Vec>& out, After&& after) {
+void Engine<Kin>::accumulate_outboard(std::vector<Vec>& w, std::vector<Vec>& out) {
   // Children before parents (reverse tree order): out_k = S(o_k <- c) (w_c + sum of c's children's
   // out), w_c summed in place (no copy of w: one sweep less over the bodies).
-  for (auto k = static_cast<int>(kin_.joints().tree().size()); k-- > 0;) {
-    accumulate_joint(k, w, out);
-    after(k);
-  }
+  for (auto k = static_cast<int>(kin_.joints().tree().size()); k-- > 0;) accumulate_joint(k, w, out);
 }
 
 template <class Kin>
@@ -273,16 +269,11 @@ void Engine<Kin>::momentum_rates(double t, Eigen::Ref<Eigen::VectorXd> pdot, Sta
   }
   parallel_.for_each(model_.body_count(), [&](int b) { momentum_residual(b); });
   // Articulated loads (paper 001 Eqs. 70-76), summed in reverse tree order, and each joint's rate
-  // once its A_k is summed. On one thread in the same sweep (what a rate reads is still in
-  // cache); on several, on the threads that follow the summing one (Parallel::lead_and_follow).
-  // The same numbers either way.
+  // once its A_k is summed: on one thread in the same sweep (what a rate reads is still in
+  // cache), on several on the threads that follow the summing one (Parallel::lead_and_follow).
   const auto joints = static_cast<int>(kin_.joints().tree().size());
-  auto rate = [&](int k) { joint_rate(k, pdot); };
-  if (parallel_.serial(joints)) {
-    accumulate_outboard(R_, A_, rate);
-  } else {
-    parallel_.lead_and_follow(joints, [&](int i) { accumulate_joint(joints - 1 - i, R_, A_); }, [&](int i) { rate(joints - 1 - i); });
-  }
+  parallel_.lead_and_follow(joints, [&](int i) { accumulate_joint(joints - 1 - i, R_, A_); },
+                            [&](int i) { joint_rate(joints - 1 - i, pdot); });
   mark(timer, 6);
 }
 

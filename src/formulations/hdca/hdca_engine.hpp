@@ -87,9 +87,7 @@ class Engine {
   void momentum_residual(int b);
   /// out_k = sum over the bodies i outboard of tree joint k of w_i shifted to o_k. Sums in w:
   /// on return w_c holds body c's own w and all its outboard bodies' (shifted to c).
-  /// after(k), if given, runs once out_k is final.
-  template <class After = void (*)(int)>
-  void accumulate_outboard(std::vector<Vec>& w, std::vector<Vec>& out, After&& after = [](int) {});
+  void accumulate_outboard(std::vector<Vec>& w, std::vector<Vec>& out);
   /// One step of it: out_k from w_c (final once c's outboard joints' steps have run), added to w_p.
   void accumulate_joint(int k, std::vector<Vec>& w, std::vector<Vec>& out);
   void joint_rate(int k, Eigen::Ref<Eigen::VectorXd> pdot) const;

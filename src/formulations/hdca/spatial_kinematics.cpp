@@ -31,7 +31,8 @@ SpatialKinematics<S>::SpatialKinematics(const Model& model, const Topology& topo
 template <class S>
 void SpatialKinematics<S>::placed(int k) {
   const auto b = static_cast<std::size_t>(joints_.tree()[static_cast<std::size_t>(k)].child);
-  inverse_inertia_[b].J_inverse = inertia_[b].inverse(inertia_[b].axes(bodies_[b].q)).cast<S>();
+  // from the rotation matrix placing the joint made (the quaternion is made from it, rounded)
+  inverse_inertia_[b].J_inverse = inertia_[b].inverse(inertia_[b].axes(motion_.child_rotation(k))).cast<S>();
   com_[b] = bodies_[b].r.cast<S>();
   if constexpr (!kDouble) {
     const auto kk = static_cast<std::size_t>(k);

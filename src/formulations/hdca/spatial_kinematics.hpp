@@ -46,8 +46,8 @@ class SpatialKinematics {
   int tree_index(int joint) const { return layout_.tree_index[static_cast<std::size_t>(joint)]; }
 
   /// Poses from q: everything the velocity-level solve needs. The joints are placed in tree order
-  /// on one thread; as each is placed, its child's inverse inertia (and float's copies of its
-  /// motion) and then after(k) run on `parallel`'s other threads behind the sweep
+  /// on one thread; as each is placed, its child's quaternion, its inverse inertia (and float's
+  /// copies of its motion) and then after(k) run on `parallel`'s other threads behind the sweep
   /// (Parallel::lead_and_follow); the loop-closing joints' rows last, on this thread.
   template <class After>
   void place(const Eigen::Ref<const Eigen::VectorXd>& q, const Parallel& parallel, After&& after) {
@@ -55,6 +55,7 @@ class SpatialKinematics {
     parallel.lead_and_follow(
         static_cast<int>(joints_.tree().size()), [&](int k) { joints_.place_joint(k, q, bodies_, motion_); },
         [&](int k) {
+          joints_.orient_child(k, bodies_, motion_);
           placed(k);
           after(k);
         });
