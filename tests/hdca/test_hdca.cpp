@@ -84,6 +84,21 @@ TEST(Hdca, MatchesDcaOnATreeAndCoupledLoops) {
   EXPECT_LT(deviation(paper_model("double_loop8"), "dca", "hdca", 2.0, 1e-10), 1e-6);
 }
 
+// Loads that read the bodies' orientations (a spring between points fixed in two bodies, a
+// rotational spring measuring a joint's angle, a force along a body axis at a body point): hdca
+// makes the bodies' quaternions only where something reads them (SpatialKinematics::
+// orientations_read), so these must see current ones, as the reference's do.
+TEST(Hdca, MatchesReferenceUnderLoadsThatReadOrientations) {
+  Model m = moving_tree();
+  m.springs.push_back({.name = "tie", .body_a = m.body_index("l3"), .point_a = {0.1, 0.05, 0.0},
+                       .body_b = m.body_index("r3"), .point_b = {-0.05, 0.1, 0.02}, .stiffness = 40.0, .damping = 0.5,
+                       .free_length = 0.8});
+  m.rotational_springs.push_back({.name = "twist", .joint = m.joint_index("j_l1"), .stiffness = 15.0, .damping = 0.2});
+  m.body_forces.push_back({.name = "push", .body = m.body_index("s1"), .vector = {0.0, 3.0, 1.0},
+                           .frame = LoadFrame::Body, .point = {0.1, 0.0, 0.05}});
+  EXPECT_LT(deviation(m, "reference", "hdca", 2.0, 1e-10), 1e-6);
+}
+
 TEST(Hdca, PlanarDoublePendulumMatchesLagrangeEquations) {
   test::expect_double_pendulum_matches_lagrange("hdca", tolerance(1e-12), 1e-7);
 }

@@ -90,7 +90,7 @@ void SpatialKinematics<S>::loop_rate_loads(int j, const Vec& sigma, Vec& on_pare
 template <class S>
 typename SpatialKinematics<S>::Vec SpatialKinematics<S>::momentum(int b, const Vec& V) const {
   const Body& body = model_.bodies[static_cast<std::size_t>(b)];
-  const Mat3 A = bodies_[static_cast<std::size_t>(b)].q.toRotationMatrix();
+  const Mat3& A = motion_.child_rotation(joints_.tree_joint_of(b));  // after place(): every body is a tree joint's child
   Vec P;
   P << S(body.mass) * V.template head<3>(), (A * body.inertia * A.transpose()).cast<S>() * V.template tail<3>();
   return P;

@@ -46,16 +46,18 @@ class SpatialKinematics {
   int tree_index(int joint) const { return layout_.tree_index[static_cast<std::size_t>(joint)]; }
 
   /// Poses from q: everything the velocity-level solve needs. The joints are placed in tree order
-  /// on one thread; as each is placed, its child's quaternion, its inverse inertia (and float's
-  /// copies of its motion) and then after(k) run on `parallel`'s other threads behind the sweep
-  /// (Parallel::lead_and_follow); the loop-closing joints' rows last, on this thread.
+  /// on one thread; as each is placed, its child's quaternion (where orientations_read()), its
+  /// inverse inertia (and float's copies of its motion) and then after(k) run on `parallel`'s
+  /// other threads behind the sweep (Parallel::lead_and_follow); the loop-closing joints' rows
+  /// last, on this thread.
   template <class After>
   void place(const Eigen::Ref<const Eigen::VectorXd>& q, const Parallel& parallel, After&& after) {
     joints_.prepare(motion_);
+    const bool orient = orientations_read();
     parallel.lead_and_follow(
         static_cast<int>(joints_.tree().size()), [&](int k) { joints_.place_joint(k, q, bodies_, motion_); },
         [&](int k) {
-          joints_.orient_child(k, bodies_, motion_);
+          if (orient) joints_.orient_child(k, bodies_, motion_);
           placed(k);
           after(k);
         });
@@ -132,6 +134,13 @@ class SpatialKinematics {
   bool measures_angles() const { return loads_.measures_angles(); }
 
  private:
+  /// Whether anything here reads the bodies' quaternions between one place() and the next: the
+  /// loop-closing joints' constraints and loads other than gravity (springs' attachment points,
+  /// external loads, measured angles). Where nothing does (a tree under gravity alone: most
+  /// chains and robots), place() makes none, a seventh of a right-hand side on the 1,024-link
+  /// chain: bodies are placed, and their inertias and momenta turned, by rotation matrices
+  /// (JointMotions::child_rotation), and the quaternions in bodies_ are left as they were.
+  bool orientations_read() const { return !loop_joints_.empty() || !loads_.gravity_only() || loads_.measures_angles(); }
   /// What place() does for tree joint k once it is placed: its child's inverse inertia and
   /// position copy, and in float the joint's point, H and D rounded.
   void placed(int k);
@@ -148,7 +157,7 @@ class SpatialKinematics {
     assert(loop_slot_[static_cast<std::size_t>(j)] >= 0);
     return static_cast<std::size_t>(loop_slot_[static_cast<std::size_t>(j)]);
   }
-  SystemState bodies_;
+  SystemState bodies_;  // positions current after place(); quaternions only where orientations_read()
   JointMotions motion_;
   std::vector<ConstraintBlock> blocks_;  // per loop-closing joint
   std::vector<Vec6> wrenches_;
