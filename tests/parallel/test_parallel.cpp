@@ -268,11 +268,11 @@ TEST(Parallel, ThreadsAreNotPinnedUnlessAsked) {
 
 namespace {
 
-// A clock the tests advance: the governor reads it around every pass.
+// A clock the tests advance: the governor reads it around every call.
 double fake_seconds = 0.0;
 double fake_clock() { return fake_seconds; }
 
-// `calls` passes through the governor, each costing `threaded` or `serial` seconds as it chooses.
+// `calls` calls through the governor, each costing `threaded` or `serial` seconds as it chooses.
 void govern(ThreadGovernor& g, long calls, double threaded, double serial) {
   for (long k = 0; k < calls; ++k) {
     g.begin();
@@ -281,17 +281,17 @@ void govern(ThreadGovernor& g, long calls, double threaded, double serial) {
   }
 }
 
-// Passes until the governor has finished one more trial (or decided without one); the time then.
+// Calls until the governor has finished one more trial (or decided without one); the time then.
 double until_decision(ThreadGovernor& g, double threaded, double serial) {
   const int trials = g.report().trials;
   for (long k = 0; k < 10'000'000 && g.report().trials == trials; ++k) govern(g, 1, threaded, serial);
-  EXPECT_EQ(g.report().trials, trials + 1) << "no decision in ten million passes";
+  EXPECT_EQ(g.report().trials, trials + 1) << "no decision in ten million calls";
   return fake_seconds;
 }
 
 }  // namespace
 
-// The governor times the passes on the threads and on one thread and keeps the faster; it tries
+// The governor times calls on the threads and on one thread and keeps the faster; it tries
 // again after each stretch, so a machine that becomes busy (or idle) is followed.
 TEST(ThreadGovernor, KeepsTheFasterOfThreadsAndOneThreadAndFollowsAChange) {
   ThreadGovernor g(fake_clock);
