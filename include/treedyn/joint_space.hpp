@@ -190,8 +190,15 @@ class JointSpace {
   /// Tree joint k's child's position and rotation matrix (JointMotions::child_rotation), and the
   /// joint's point, H and D, from its parent's (placed before) and q; not the child's quaternion.
   /// A child is placed from its parent's matrix, not from the parent's quaternion, so a sweep
-  /// along a chain makes no quaternion on its way (what lead_and_follow's lead runs alone).
+  /// along a chain makes no quaternion on its way.
   void place_joint(int k, const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, JointMotions& motion) const;
+  /// place_joint(k, ...) in its two parts, for a sweep whose serial chain is split from the rest
+  /// (Parallel::lead_second_and_follow): rotate_joint(k, ...) makes the child's rotation matrix
+  /// from its parent's alone (for every k in tree order); locate_joint(k, ...), after
+  /// rotate_joint(k, ...) and locate_joint of the parent's joint, the child's position and the
+  /// joint's point, H and D (also in tree order). The two give the same numbers as place_joint.
+  void rotate_joint(int k, const Eigen::Ref<const Eigen::VectorXd>& q, JointMotions& motion) const;
+  void locate_joint(int k, const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, JointMotions& motion) const;
   /// Tree joint k's child's quaternion, from its rotation matrix (after place_joint(k, ...)).
   void orient_child(int k, SystemState& bodies, const JointMotions& motion) const;
 

@@ -210,13 +210,7 @@ class Parallel {
 #pragma omp parallel num_threads(threads_)
     {
 #pragma omp masked
-      {
-        for (int i = 0; i < count; ++i) {
-          errors.run([&] { lead(i); });  // after an exception: skipped, but still published
-          if ((i + 1) % kFollowChunk == 0) led.store(i + 1, std::memory_order_release);
-        }
-        led.store(count, std::memory_order_release);
-      }
+      run_lead(count, lead, led, errors);
       for (;;) {
         const int begin = claimed.fetch_add(kFollowChunk, std::memory_order_relaxed);
         if (begin >= count) break;
@@ -226,6 +220,78 @@ class Parallel {
       }
     }
     errors.rethrow();
+  }
+  /// lead_and_follow with the sweep in two stages: lead(i) for i in order on the calling thread,
+  /// second(i) for i in order on one thread once lead(i) has run, and follow(i) on any thread once
+  /// second(i) has run. For a sweep whose serial chain is only part of its work (placing a chain:
+  /// each rotation matrix needs its parent's; the positions and the joints' columns need the
+  /// rotations and their parents' positions, a chain of additions): the lead keeps only the
+  /// chain, a second thread does the rest behind it, and the others follow (the second thread
+  /// too, while it waits for the lead). Serially: lead(i), second(i), follow(i) for each i in turn.
+  /// Results do not depend on the threads as long as no lead reads what a second or follow writes
+  /// and no second reads what a follow writes. A team of one thread (OpenMP gave fewer than
+  /// asked) runs the three in turn: the lead's thread takes the second stage when no other has.
+  template <class Lead, class Second, class Follow>
+  void lead_second_and_follow(int count, Lead&& lead, Second&& second, Follow&& follow) const {
+    if (serial(count)) {
+      for (int i = 0; i < count; ++i) {
+        lead(i);
+        second(i);
+        follow(i);
+      }
+      return;
+    }
+    pin();
+    RegionErrors errors;
+    std::atomic<int> led{0}, seconded{0}, claimed{0};  // leads and seconds done (by chunks); follows handed out
+    std::atomic<bool> second_taken{false};
+    auto follow_chunk = [&](int begin) {
+      for (int i = begin, end = std::min(begin + kFollowChunk, count); i < end; ++i) errors.run([&] { follow(i); });
+    };
+    // The second stage's thread follows while it waits for the lead, but only chunks already
+    // through its own stage: it never waits for itself.
+    auto follow_seconded = [&] {
+      int begin = claimed.load(std::memory_order_relaxed);
+      while (begin < count && std::min(begin + kFollowChunk, count) <= seconded.load(std::memory_order_acquire))
+        if (claimed.compare_exchange_weak(begin, begin + kFollowChunk, std::memory_order_relaxed)) {
+          follow_chunk(begin);
+          return true;
+        }
+      return false;
+    };
+    auto run_second = [&] {
+      for (int begin = 0; begin < count; begin += kFollowChunk) {
+        const int end = std::min(begin + kFollowChunk, count);
+        for (int spins = 0; led.load(std::memory_order_acquire) < end; ++spins)
+          if (!follow_seconded()) wait(spins);
+        for (int i = begin; i < end; ++i) errors.run([&] { second(i); });  // after an exception: skipped, still published
+        seconded.store(end, std::memory_order_release);
+      }
+    };
+#pragma omp parallel num_threads(threads_)
+    {
+#pragma omp masked
+      run_lead(count, lead, led, errors);
+      if (!second_taken.exchange(true, std::memory_order_relaxed)) run_second();
+      for (;;) {
+        const int begin = claimed.fetch_add(kFollowChunk, std::memory_order_relaxed);
+        if (begin >= count) break;
+        const int end = std::min(begin + kFollowChunk, count);
+        for (int spins = 0; seconded.load(std::memory_order_acquire) < end; ++spins) wait(spins);
+        follow_chunk(begin);
+      }
+    }
+    errors.rethrow();
+  }
+  /// A sweep's lead(i) in order, published to `led` by chunks of kFollowChunk items (after an
+  /// exception the leads are skipped but still published, so that no follower waits for ever).
+  template <class Lead>
+  static void run_lead(int count, Lead& lead, std::atomic<int>& led, RegionErrors& errors) {
+    for (int i = 0; i < count; ++i) {
+      errors.run([&] { lead(i); });
+      if ((i + 1) % kFollowChunk == 0) led.store(i + 1, std::memory_order_release);
+    }
+    led.store(count, std::memory_order_release);
   }
   /// Items a follower takes at a time: enough that the lead's stores and the followers' loads
   /// rarely share a cache line, few enough that the followers start soon after the lead.

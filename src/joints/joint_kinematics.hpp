@@ -22,6 +22,17 @@ namespace treedyn::joint_kinematics {
 
 /// X(q): the child frame's rotation R and origin p in the parent frame.
 void relative_transform(JointType type, const double* q, Mat3& R, Vec3& p);
+/// relative_transform()'s p alone (entries of q: the same numbers), zero for the joints that do
+/// not translate.
+inline Vec3 relative_translation(JointType type, const double* q) {
+  switch (type) {
+    case JointType::Prismatic: return {0.0, 0.0, q[0]};
+    case JointType::Cylindrical: return {0.0, 0.0, q[1]};
+    case JointType::Planar: return {q[0], q[1], 0.0};
+    case JointType::Free: return {q[0], q[1], q[2]};
+    default: return Vec3::Zero();
+  }
+}
 
 /// The inverse of relative_transform: coordinates of a relative pose the joint allows (angles in
 /// (-pi, pi], quaternions with w >= 0). A pose the joint does not allow is projected onto it.

@@ -26,31 +26,49 @@ using namespace joint_kinematics;
 /// The ground's rotation matrix, as a parent's (JointSpace::parent_rotation).
 const Mat3 kGroundRotation = Mat3::Identity();
 
-/// A tree joint's child position and rotation matrix A_C, and the joint's point, H and D (its
-/// columns, at HD: subspace_columns()), from its parent's position, its parent's rotation matrix
-/// A_P and q; the child's quaternion is left to orient(). `rotations`: JointSpace::rotations(),
-/// where t's turned frames' rotations are. (m.nv is set once, when the JointMotions is sized.)
-[[gnu::always_inline]] inline void place_child(const TreeJoint& t, const Mat3* rotations, const double* q, SystemState& bodies,
-                                               const Mat3& A_P, JointMotion& m, double* HD, Mat3& A_C) {
-  const BodyState& P = state_of(bodies, t.parent);
-  BodyState& C = bodies[static_cast<std::size_t>(t.child)];
-  const Mat3 Fp = t.parent_turned() ? Mat3(A_P * rotations[t.parent_rotation]) : A_P;  // frame_pose(P, parent_frame)
+/// F_p, the parent's joint frame's axes, from the parent's rotation matrix A_P.
+[[gnu::always_inline]] inline Mat3 parent_frame_axes(const TreeJoint& t, const Mat3* rotations, const Mat3& A_P) {
+  return t.parent_turned() ? Mat3(A_P * rotations[t.parent_rotation]) : A_P;  // frame_pose(P, parent_frame)'s axes
+}
+
+/// F_c = F_p R(q), the child's joint frame's axes.
+[[gnu::always_inline]] inline Mat3 child_frame_axes(const TreeJoint& t, const double* q, const Mat3& Fp) {
   Mat3 R;
   Vec3 p;
   relative_transform(t.type, q + t.q_offset, R, p);
-  const Mat3 Fc = Fp * R;
-  Vec3 o = P.r + A_P * t.parent_origin;
-  if (t.translates) o += Fp * p;  // else p = 0
+  return Fp * R;
+}
+
+/// A tree joint's child rotation matrix A_C and the joint's H and D (its columns, at HD:
+/// subspace_columns()) from its parent's rotation matrix A_P and q: the part of placing a joint
+/// that its children wait for (a sweep's serial chain of matrix products) and what needs its
+/// frames' axes. `rotations`: JointSpace::rotations(), where t's turned frames' rotations are.
+[[gnu::always_inline]] inline void rotate_child(const TreeJoint& t, const Mat3* rotations, const double* q, const Mat3& A_P,
+                                                Mat3& A_C, double* HD) {
+  const Mat3 Fp = parent_frame_axes(t, rotations, A_P);
+  const Mat3 Fc = child_frame_axes(t, q, Fp);
   A_C = t.child_turned() ? Mat3(Fc * rotations[t.child_rotation].transpose()) : Fc;
-  C.r = o - A_C * t.child_origin;
-  m.point = o;
   subspace_columns(t.type, Fp, Fc, HD);
 }
 
-/// A body's quaternion from its rotation matrix A_C (place_child()).
+/// The rest of placing a tree joint, once rotate_child() has made A_C: the child's position and
+/// the joint's point, from the parent's position (a chain of sums). A translating joint's F_p is
+/// made again by rotate_child()'s operations: the same numbers as one function's. The child's
+/// quaternion is left to orient().
+[[gnu::always_inline]] inline void locate_child(const TreeJoint& t, const Mat3* rotations, const double* q, SystemState& bodies,
+                                                const Mat3& A_P, const Mat3& A_C, JointMotion& m) {
+  const BodyState& P = state_of(bodies, t.parent);
+  BodyState& C = bodies[static_cast<std::size_t>(t.child)];
+  Vec3 o = P.r + A_P * t.parent_origin;
+  if (t.translates) o += parent_frame_axes(t, rotations, A_P) * relative_translation(t.type, q + t.q_offset);  // else p = 0
+  C.r = o - A_C * t.child_origin;
+  m.point = o;
+}
+
+/// A body's quaternion from its rotation matrix A_C (rotate_child()).
 [[gnu::always_inline]] inline void orient(BodyState& C, const Mat3& A_C) { C.q = Quat(A_C).normalized(); }
 
-/// A tree joint's child twist and the joint's kappa, from its parent's twist and v (after place_child).
+/// A tree joint's child twist and the joint's kappa, from its parent's twist and v (after locate_child).
 /// kappa = Hdot v + [w_P x (H v)_lin; 0], where column c of Hdot is w x H_c with w the angular
 /// velocity of the frame the column is fixed in (child_axes; subspace_rate()). The cross product is
 /// linear, so with H v split by frame, H v = (H v)_P + (H v)_C, Hdot v = [w_P x (H v)_P + w_C x (H v)_C]
@@ -247,7 +265,9 @@ void JointSpace::forward_kinematics(const Eigen::Ref<const Eigen::VectorXd>& q, 
   for (std::size_t k = 0; k < tree_.size(); ++k) {  // a parent is placed and moved before its children
     JointMotion& m = motion.joints_[k];
     Mat3& A_C = motion.rotation_[k];
-    place_child(tree_[k], rotations_.data(), q.data(), bodies, parent_rotation(tree_[k], motion), m, columns + m.at, A_C);
+    const Mat3& A_P = parent_rotation(tree_[k], motion);
+    rotate_child(tree_[k], rotations_.data(), q.data(), A_P, A_C, columns + m.at);
+    locate_child(tree_[k], rotations_.data(), q.data(), bodies, A_P, A_C, m);
     orient(bodies[static_cast<std::size_t>(tree_[k].child)], A_C);
     move_joint(tree_[k], v.data(), bodies, m, columns + m.at);
   }
@@ -262,11 +282,22 @@ void JointSpace::place(const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& 
 }
 
 void JointSpace::place_joint(int k, const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, JointMotions& motion) const {
+  rotate_joint(k, q, motion);
+  locate_joint(k, q, bodies, motion);
+}
+
+void JointSpace::rotate_joint(int k, const Eigen::Ref<const Eigen::VectorXd>& q, JointMotions& motion) const {
   assert(motion.sized_for_ == this && k >= 0 && static_cast<std::size_t>(k) < tree_.size());  // after prepare()
   const TreeJoint& t = tree_[static_cast<std::size_t>(k)];
-  JointMotion& m = motion.joints_[static_cast<std::size_t>(k)];
-  place_child(t, rotations_.data(), q.data(), bodies, parent_rotation(t, motion), m, motion.columns_.data() + m.at,
-              motion.rotation_[static_cast<std::size_t>(k)]);
+  rotate_child(t, rotations_.data(), q.data(), parent_rotation(t, motion), motion.rotation_[static_cast<std::size_t>(k)],
+               motion.columns_.data() + motion.joints_[static_cast<std::size_t>(k)].at);
+}
+
+void JointSpace::locate_joint(int k, const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, JointMotions& motion) const {
+  assert(motion.sized_for_ == this && k >= 0 && static_cast<std::size_t>(k) < tree_.size());  // after rotate_joint(k)
+  const TreeJoint& t = tree_[static_cast<std::size_t>(k)];
+  locate_child(t, rotations_.data(), q.data(), bodies, parent_rotation(t, motion), motion.rotation_[static_cast<std::size_t>(k)],
+               motion.joints_[static_cast<std::size_t>(k)]);
 }
 
 void JointSpace::orient_child(int k, SystemState& bodies, const JointMotions& motion) const {

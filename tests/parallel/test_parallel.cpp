@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "treedyn/generators.hpp"
 #include "treedyn/parallel.hpp"
@@ -146,6 +147,59 @@ TEST(Parallel, LeadAndFollowFollowsEachItemOnceAfterTheLeadsUpToIt) {
   }
 }
 
+// lead_second_and_follow(): the leads in order on one thread; the seconds in order, one at a
+// time, each after its lead and its predecessor's second (here a second chain that reads the
+// lead's, as a chain's positions read the rotations and the parent's position); each item
+// followed exactly once, after its second; the same numbers for any thread count. On two and
+// three threads the seconds run while the lead goes on (the lead's last item waits, up to 10 s,
+// for a second to have run); on one thread each item's lead, second and follow run in turn.
+TEST(Parallel, LeadSecondAndFollowRunsEachStageAfterTheOneBefore) {
+  constexpr int n = 1000;  // not a whole number of chunks
+  auto run = [&](int threads, std::vector<double>& followed) {
+    std::vector<double> lead_chain(n, 0.0), second_chain(n, 0.0);
+    std::vector<int> hits(n, 0);
+    std::atomic<int> led{0}, seconded{0}, out_of_order{0}, too_early{0}, seconds_during_lead{0}, follows_interleaved{0};
+    followed.assign(n, 0.0);
+    Parallel(Threading{.threads = threads, .min_parallel_bodies = 2})
+        .lead_second_and_follow(
+            n,
+            [&](int i) {
+              if (led.load() != i) ++out_of_order;
+              lead_chain[static_cast<std::size_t>(i)] = i == 0 ? 1.0 : std::sqrt(lead_chain[static_cast<std::size_t>(i) - 1] + i);
+              if (threads > 1 && i == n - 1) {
+                const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                while (seconded.load() == 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+              }
+              led.store(i + 1);
+            },
+            [&](int i) {
+              if (seconded.load() != i) ++out_of_order;
+              if (led.load() <= i) ++too_early;
+              if (led.load() < n) ++seconds_during_lead;
+              second_chain[static_cast<std::size_t>(i)] =
+                  lead_chain[static_cast<std::size_t>(i)] + (i == 0 ? 0.0 : 0.5 * second_chain[static_cast<std::size_t>(i) - 1]);
+              seconded.store(i + 1);
+            },
+            [&](int i) {
+              const int seen = seconded.load();
+              if (seen <= i) ++too_early;
+              if (seen < n) ++follows_interleaved;
+              followed[static_cast<std::size_t>(i)] = second_chain[static_cast<std::size_t>(i)] / 3.0;
+              ++hits[static_cast<std::size_t>(i)];
+            });
+    EXPECT_EQ(out_of_order, 0) << threads;
+    EXPECT_EQ(too_early, 0) << threads;
+    EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), n) << threads;
+    return std::pair{seconds_during_lead.load(), follows_interleaved.load()};
+  };
+  std::vector<double> serial, threaded;
+  EXPECT_EQ(run(1, serial), std::pair(n - 1, n - 1));  // serially: each item's lead, second, then follow
+  for (int threads : {2, 3}) {
+    EXPECT_GT(run(threads, threaded).first, 0) << threads << " threads: no second ran while the lead went on";
+    EXPECT_EQ(threaded, serial) << threads;
+  }
+}
+
 // An exception thrown by a node's or an item's work inside a parallel region (a body whose
 // tangent is indefinite, a non-finite state) must reach the caller as it does in a serial run,
 // not end the process: OpenMP terminates on an exception that leaves a region.
@@ -183,6 +237,12 @@ TEST(Parallel, AnExceptionInsideAParallelRegionReachesTheCaller) {
           << threads << " threads, lead " << at;
       EXPECT_THROW(par.lead_and_follow(m.body_count(), nothing, throw_at_item(at)), std::runtime_error)
           << threads << " threads, follow " << at;
+      EXPECT_THROW(par.lead_second_and_follow(m.body_count(), throw_at_item(at), nothing, nothing), std::runtime_error)
+          << threads << " threads, lead of three stages " << at;
+      EXPECT_THROW(par.lead_second_and_follow(m.body_count(), nothing, throw_at_item(at), nothing), std::runtime_error)
+          << threads << " threads, second " << at;
+      EXPECT_THROW(par.lead_second_and_follow(m.body_count(), nothing, nothing, throw_at_item(at)), std::runtime_error)
+          << threads << " threads, follow of three stages " << at;
     }
     // and the team is usable afterwards
     std::vector<int> hits(static_cast<std::size_t>(m.body_count()), 0);

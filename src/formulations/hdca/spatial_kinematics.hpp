@@ -45,17 +45,19 @@ class SpatialKinematics {
   /// Index of a model joint among the tree joints, -1 if it closes a loop.
   int tree_index(int joint) const { return layout_.tree_index[static_cast<std::size_t>(joint)]; }
 
-  /// Poses from q: everything the velocity-level solve needs. The joints are placed in tree order
-  /// on one thread; as each is placed, its child's quaternion (where orientations_read()), its
-  /// inverse inertia (and float's copies of its motion) and then after(k) run on `parallel`'s
-  /// other threads behind the sweep (Parallel::lead_and_follow); the loop-closing joints' rows
-  /// last, on this thread.
+  /// Poses from q: everything the velocity-level solve needs. The joints' rotation matrices (and
+  /// H, D) are made in tree order on this thread, their positions in tree order on another behind
+  /// it; as each is placed, its child's quaternion (where orientations_read()), its inverse
+  /// inertia (and float's copies of its motion) and then after(k) run on `parallel`'s threads
+  /// behind both (Parallel::lead_second_and_follow); the loop-closing joints' rows last, on this
+  /// thread.
   template <class After>
   void place(const Eigen::Ref<const Eigen::VectorXd>& q, const Parallel& parallel, After&& after) {
     joints_.prepare(motion_);
     const bool orient = orientations_read();
-    parallel.lead_and_follow(
-        static_cast<int>(joints_.tree().size()), [&](int k) { joints_.place_joint(k, q, bodies_, motion_); },
+    parallel.lead_second_and_follow(
+        static_cast<int>(joints_.tree().size()), [&](int k) { joints_.rotate_joint(k, q, motion_); },
+        [&](int k) { joints_.locate_joint(k, q, bodies_, motion_); },
         [&](int k) {
           if (orient) joints_.orient_child(k, bodies_, motion_);
           placed(k);
