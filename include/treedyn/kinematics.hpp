@@ -57,6 +57,20 @@ struct ConstraintBlock {
   int size() const { return static_cast<int>(phi.size()); }
 };
 
+/// A spherical joint's own block (three point-coincidence rows) in fixed sizes: what
+/// ConstraintSet::evaluate_point gives, the same numbers as evaluate_block's ConstraintBlock without
+/// its dynamic-size rows (which a pass over many ball joints spends more on than on the rows'
+/// arithmetic). Phi_t is zero (the joint does not move its points); no Jdot. J_P, J_C and gamma
+/// hold what the last evaluation that asked for them wrote (nothing before: not zeroed, so that a
+/// block made for each joint of a pass costs no stores).
+struct PointBlock {
+  using Rows = Eigen::Matrix<double, 3, 6, Eigen::RowMajor>;
+  int parent = kGround, child = kGround;
+  Vec3 phi = Vec3::Zero(), phi_t = Vec3::Zero(), gamma;
+  Rows J_P, J_C;
+  static constexpr int size() { return 3; }
+};
+
 /// Which parts of a ConstraintBlock an evaluation fills besides Phi and Phi_t (always): the
 /// Jacobians J_P, J_C, the quadratic velocity term gamma, and Jdot_P, Jdot_C. A part left out
 /// keeps whatever the block held. An iterative solver that needs only Phi and its Jacobians in
@@ -98,6 +112,11 @@ class ConstraintSet {
   /// The same with the states of the block's parent P and child C given (ground's for kGround).
   void evaluate_block(int k, double t, const BodyState& P, const BodyState& C, ConstraintBlock& out,
                       ConstraintParts parts = {}) const;
+  /// True if block k is a spherical joint's own block: evaluate_point may evaluate it.
+  bool is_point(int k) const;
+  /// Block k, a spherical joint's own (is_point(k)), at `state`: Phi, Phi_t and, as `parts` asks,
+  /// J_P, J_C and gamma (parts.jdot must be false), the same numbers as evaluate_block's.
+  void evaluate_point(int k, const SystemState& state, PointBlock& out, ConstraintParts parts) const;
   /// The joint a block belongs to (a driver's joint for a driver block).
   int joint_of_block(int k) const;
   /// Sparse J (rows x 6n) and stacked Phi, Phi_t, gamma from evaluated blocks.

@@ -2,6 +2,7 @@
 // Ch. 9): point coincidence, dot-1 (two body-fixed vectors perpendicular) and dot-2 (a body-fixed
 // vector perpendicular to the vector between the joint points). Each primitive supplies its
 // value, its Jacobian with respect to both body twists, and the quadratic velocity term Jdot V.
+#include <cassert>
 #include <cmath>
 
 #include "treedyn/kinematics.hpp"
@@ -18,7 +19,8 @@ struct JointGeometry {
   Vec3 s_P, s_C;        // joint-frame origins relative to the centres of mass, global
   Vec3 d, d_dot;        // (r_C + s_C) - (r_P + s_P) and its rate
 
-  JointGeometry(const Joint& j, const BodyState& p, const BodyState& c, bool with_axes = true, bool with_rates = true)
+  [[gnu::always_inline]] JointGeometry(const Joint& j, const BodyState& p, const BodyState& c, bool with_axes = true,
+                                       bool with_rates = true)
       : P(&p), C(&c) {
     const Mat3 A_P = p.q.toRotationMatrix(), A_C = c.q.toRotationMatrix();
     if (with_axes) {
@@ -33,6 +35,21 @@ struct JointGeometry {
   /// Centripetal part of the joint points' relative acceleration.
   Vec3 centripetal() const { return C->w.cross(C->w.cross(s_C)) - P->w.cross(P->w.cross(s_P)); }
 };
+
+/// The point-coincidence rows Phi = d at `row` of a ConstraintBlock or a PointBlock, with
+/// J_P = [-I, skew(s_P)], J_C = [I, -skew(s_C)] and gamma = -(centripetal part) as `parts` asks
+/// (not Jdot). Phi_t of these rows is zero, as the block holds it.
+template <class Block>
+void point_rows(const JointGeometry& g, Block& b, int row, ConstraintParts parts) {
+  b.phi.template segment<3>(row) = g.d;
+  if (parts.jacobians) {
+    b.J_P.template block<3, 3>(row, 0) = -Mat3::Identity();
+    b.J_P.template block<3, 3>(row, 3) = skew(g.s_P);
+    b.J_C.template block<3, 3>(row, 0) = Mat3::Identity();
+    b.J_C.template block<3, 3>(row, 3) = -skew(g.s_C);
+  }
+  if (parts.gamma) b.gamma.template segment<3>(row) = -g.centripetal();
+}
 
 /// Appends rows to a block: Phi (and Phi_t = 0) always, the other parts as asked.
 class RowWriter {
@@ -55,14 +72,7 @@ class RowWriter {
 
   /// Phi = d (3 rows).
   void point(const JointGeometry& g) {
-    b_.phi.segment<3>(row_) = g.d;
-    if (parts_.jacobians) {
-      b_.J_P.block<3, 3>(row_, 0) = -Mat3::Identity();
-      b_.J_P.block<3, 3>(row_, 3) = skew(g.s_P);
-      b_.J_C.block<3, 3>(row_, 0) = Mat3::Identity();
-      b_.J_C.block<3, 3>(row_, 3) = -skew(g.s_C);
-    }
-    if (parts_.gamma) b_.gamma.segment<3>(row_) = -g.centripetal();
+    point_rows(g, b_, row_, parts_);
     if (parts_.jdot) {
       b_.Jdot_P.block<3, 3>(row_, 3) = skew(g.P->w.cross(g.s_P));
       b_.Jdot_C.block<3, 3>(row_, 3) = -skew(g.C->w.cross(g.s_C));
@@ -266,6 +276,19 @@ void ConstraintSet::evaluate_block(int k, double t, const BodyState& P, const Bo
   const Joint& j = m.joints[static_cast<std::size_t>(joint_of_block(k))];
   if (k < m.joint_count()) joint_constraint(j, P, C, out, parts);
   else driver_constraint(m.drivers[static_cast<std::size_t>(k - m.joint_count())], j, t, P, C, out, parts);
+}
+
+bool ConstraintSet::is_point(int k) const {
+  return k < model_->joint_count() && model_->joints[static_cast<std::size_t>(k)].type == JointType::Spherical;
+}
+
+void ConstraintSet::evaluate_point(int k, const SystemState& state, PointBlock& out, ConstraintParts parts) const {
+  assert(is_point(k) && !parts.jdot);
+  const Joint& j = model_->joints[static_cast<std::size_t>(k)];
+  const JointGeometry g(j, state_of(state, j.parent), state_of(state, j.child), false, parts.gamma);
+  out.parent = j.parent;
+  out.child = j.child;
+  point_rows(g, out, 0, parts);
 }
 
 int ConstraintSet::joint_of_block(int k) const {

@@ -86,6 +86,53 @@ TEST(JointConstraints, GroundParentUsesTheGlobalFrame) {
                                 BodyState{}, C, 0.0);
 }
 
+// ConstraintSet::evaluate_point, the fixed-size path of a spherical joint's own block (what ali3's
+// passes take), gives evaluate_block's numbers bit for bit, with and without the Jacobians and
+// gamma, on a joint to ground and a joint between bodies; other joint types and drivers are not
+// point blocks.
+TEST(Constraints, APointBlockIsTheSphericalJointsBlockInFixedSizes) {
+  std::mt19937 rng(5);
+  Model m;
+  for (int i = 0; i < 3; ++i) {
+    Body b;
+    b.name = "b" + std::to_string(i);
+    b.mass = 1.0;
+    b.inertia = Mat3::Identity();
+    m.bodies.push_back(b);
+  }
+  m.joints = {random_joint(JointType::Spherical, rng, kGround, 0), random_joint(JointType::Spherical, rng, 0, 1),
+              random_joint(JointType::Revolute, rng, 1, 2)};
+  Driver driver;
+  driver.name = "d";
+  driver.joint = 2;
+  m.drivers.push_back(driver);
+  const ConstraintSet set(m);
+  const SystemState state = {random_state(rng), random_state(rng), random_state(rng)};
+  EXPECT_TRUE(set.is_point(0));
+  EXPECT_TRUE(set.is_point(1));
+  EXPECT_FALSE(set.is_point(2)) << "a revolute joint";
+  EXPECT_FALSE(set.is_point(3)) << "a driver";
+  for (int k : {0, 1})
+    for (const ConstraintParts parts : {ConstraintParts::without_jdot(), ConstraintParts::jacobians_only(),
+                                        ConstraintParts{.jacobians = false, .gamma = true, .jdot = false}}) {
+      ConstraintBlock block;
+      set.evaluate_block(k, 0.0, state, block, ConstraintParts{});
+      PointBlock point;
+      set.evaluate_point(k, state, point, parts);
+      EXPECT_EQ(point.parent, block.parent);
+      EXPECT_EQ(point.child, block.child);
+      EXPECT_EQ(Vec3(block.phi), point.phi) << k;
+      EXPECT_EQ(Vec3(block.phi_t), point.phi_t) << k;
+      if (parts.jacobians) {
+        EXPECT_EQ(PointBlock::Rows(block.J_P), point.J_P) << k;
+        EXPECT_EQ(PointBlock::Rows(block.J_C), point.J_C) << k;
+      }
+      if (parts.gamma) {
+        EXPECT_EQ(Vec3(block.gamma), point.gamma) << k;
+      }
+    }
+}
+
 TEST(DriverConstraints, DerivativesMatchFiniteDifferencesIncludingTime) {
   std::mt19937 rng(11);
   for (auto [type, coordinate] : {std::pair{JointType::Revolute, 0}, std::pair{JointType::Prismatic, 0},

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
 #include "../common/equal_steps.hpp"
 #include "euler_body.hpp"
@@ -203,15 +204,16 @@ class Ali3 final : public Formulation {
     const bool newton = level == Level::Position;  // newton_residual reads the blocks' loads
     ctx_.joint_blocks.evaluate_rows(
         j, t, state_, parts, tangent, scratch, jr,
-        [](const ConstraintRows& J, int, int) -> const ConstraintRows& { return J; },
-        [level](const ConstraintBlock& b) -> ConstraintVector {
+        [](const auto& J, int, int) -> const auto& { return J; },  // twist space: the rows as evaluated
+        [level](const auto& b) {  // a ConstraintBlock or a ball joint's PointBlock: its own vector type
+          using V = std::decay_t<decltype(b.phi)>;
           switch (level) {
-            case Level::Position: return -b.phi;
-            case Level::Velocity: return -b.phi_t;
+            case Level::Position: return V(-b.phi);
+            case Level::Velocity: return V(-b.phi_t);
             case Level::Acceleration:
             case Level::InitialAcceleration: break;
           }
-          return b.gamma;
+          return V(b.gamma);
         },
         newton ? &lambda_ : nullptr, newton ? &block_loads_ : nullptr);
   }

@@ -10,6 +10,7 @@
 #include <cassert>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "treedyn/dc_core.hpp"
@@ -70,19 +71,32 @@ class JointBlocks {
   }
   /// evaluate(), fill() and, given `loads`, block_loads() at `lambda`, one block at a time
   /// through `scratch`: the same rows and loads, and no block kept. A pass over many joints then
-  /// writes only their rows, not an 848-byte block a joint. `scratch` holds the joint's last block
-  /// afterwards. `lambda` and `loads` are given together or not at all.
+  /// writes only their rows, not an 848-byte block a joint. A spherical joint's own block goes
+  /// through a fixed-size PointBlock instead (ConstraintSet::evaluate_point: the same numbers), so
+  /// `rhs` takes either block type (it reads phi, phi_t or gamma). `scratch` holds the joint's last
+  /// other block afterwards. `lambda` and `loads` are given together or not at all; parts.jdot is
+  /// not asked for.
   template <int Dim, class ToCoords, class Rhs>
   void evaluate_rows(int joint, double t, const SystemState& state, ConstraintParts parts, bool jacobians,
                      ConstraintBlock& scratch, dc::JointRows<double, Dim>& jr, ToCoords&& to_coords, Rhs&& rhs,
                      const Eigen::VectorXd* lambda = nullptr, std::vector<BlockLoads>* loads = nullptr) const {
     assert((lambda == nullptr) == (loads == nullptr) && "JointBlocks::evaluate_rows: lambda and loads go together");
+    assert(!parts.jdot);
     if (rows(joint) == 0) return;
     if (jacobians) reset_rows(joint, jr);
     for_each_block(joint, [&](int k, int at, int m) {
+      auto fill_and_load = [&](const auto& block) {
+        fill_block(block, at, m, jacobians, jr, to_coords, rhs);
+        if (loads) block_load(k, block, *lambda, (*loads)[static_cast<std::size_t>(k)]);
+      };
+      if (constraints_->is_point(k)) {
+        PointBlock point;
+        constraints_->evaluate_point(k, state, point, parts);
+        fill_and_load(point);
+        return;
+      }
       constraints_->evaluate_block(k, t, state, scratch, parts);
-      fill_block(scratch, at, m, jacobians, jr, to_coords, rhs);
-      if (loads) block_load(k, scratch, *lambda, (*loads)[static_cast<std::size_t>(k)]);
+      fill_and_load(scratch);
     });
   }
 
@@ -150,19 +164,24 @@ class JointBlocks {
     jr.reset(rows(joint));
     jr.compliance = c;
   }
-  /// Rows [at, at + m) of a joint's rows from its evaluated block b.
-  template <int Dim, class ToCoords, class Rhs>
-  static void fill_block(const ConstraintBlock& b, int at, int m, bool jacobians, dc::JointRows<double, Dim>& jr,
+  /// Rows [at, at + m) of a joint's rows from its evaluated block b (a ConstraintBlock or a PointBlock).
+  /// A PointBlock's rows in fixed sizes (3), a ConstraintBlock's in its own.
+  template <class Block>
+  static constexpr int kRows = std::is_same_v<Block, PointBlock> ? 3 : Eigen::Dynamic;
+  template <int Dim, class Block, class ToCoords, class Rhs>
+  static void fill_block(const Block& b, int at, int m, bool jacobians, dc::JointRows<double, Dim>& jr,
                          ToCoords& to_coords, Rhs& rhs) {
+    constexpr int M = kRows<Block>;
     if (jacobians) {
-      if (b.parent != kGround) jr.edit_G_p().block(at, 0, m, Dim) = to_coords(b.J_P, b.parent, m);
-      jr.edit_G_c().block(at, 0, m, Dim) = to_coords(b.J_C, b.child, m);
+      if (b.parent != kGround) jr.edit_G_p().template block<M, Dim>(at, 0, m, Dim) = to_coords(b.J_P, b.parent, m);
+      jr.edit_G_c().template block<M, Dim>(at, 0, m, Dim) = to_coords(b.J_C, b.child, m);
     }
-    jr.r.segment(at, m) = rhs(b);
+    jr.r.template segment<M>(at, m) = rhs(b);
   }
-  /// Block k's BlockLoads from its evaluated b at lambda.
-  void block_load(int k, const ConstraintBlock& b, const Eigen::VectorXd& lambda, BlockLoads& x) const {
-    const auto lambda_k = lambda.segment(constraints_->offset(k), b.size());
+  /// Block k's BlockLoads from its evaluated b (a ConstraintBlock or a PointBlock) at lambda.
+  template <class Block>
+  void block_load(int k, const Block& b, const Eigen::VectorXd& lambda, BlockLoads& x) const {
+    const auto lambda_k = lambda.template segment<kRows<Block>>(constraints_->offset(k), b.size());
     x.parent = b.parent;
     x.on_c.setZero();
     x.on_c.noalias() += b.J_C.transpose() * lambda_k;
