@@ -143,6 +143,41 @@ Mat34T<S> E_matrix(const Vec4T<S>& p) {
   return E;
 }
 
+// Products with E(p) and G(p) without forming them (a hot loop's 3 x 4 matrix is twelve stores
+// and loads more than its products): the same products and sums in the same order as Eigen's
+// with E_matrix(p) and G_matrix(p), so the same numbers (tests/spatial compares them bit for bit):
+// rows of E x and G x summed left to right except the last row's, which Eigen sums by halves;
+// the entries of E' n and G' n left to right.
+
+/// E(p) x (w = 2 E(p) pdot).
+template <class S>
+[[gnu::always_inline]] inline Vec3T<S> E_times(const Vec4T<S>& p, const Vec4T<S>& x) {
+  const S e0 = p(0), e1 = p(1), e2 = p(2), e3 = p(3);
+  return Vec3T<S>(((-e1 * x(0) + e0 * x(1)) + -e3 * x(2)) + e2 * x(3), ((-e2 * x(0) + e3 * x(1)) + e0 * x(2)) + -e1 * x(3),
+                  (-e3 * x(0) + -e2 * x(1)) + (e1 * x(2) + e0 * x(3)));
+}
+/// E(p)' n.
+template <class S>
+[[gnu::always_inline]] inline Vec4T<S> E_transpose_times(const Vec4T<S>& p, const Vec3T<S>& n) {
+  const S e0 = p(0), e1 = p(1), e2 = p(2), e3 = p(3);
+  return Vec4T<S>((-e1 * n(0) + -e2 * n(1)) + -e3 * n(2), (e0 * n(0) + e3 * n(1)) + -e2 * n(2),
+                  (-e3 * n(0) + e0 * n(1)) + e1 * n(2), (e2 * n(0) + -e1 * n(1)) + e0 * n(2));
+}
+/// G(p) x (w' = 2 G(p) pdot).
+template <class S>
+[[gnu::always_inline]] inline Vec3T<S> G_times(const Vec4T<S>& p, const Vec4T<S>& x) {
+  const S e0 = p(0), e1 = p(1), e2 = p(2), e3 = p(3);
+  return Vec3T<S>(((-e1 * x(0) + e0 * x(1)) + e3 * x(2)) + -e2 * x(3), ((-e2 * x(0) + -e3 * x(1)) + e0 * x(2)) + e1 * x(3),
+                  (-e3 * x(0) + e2 * x(1)) + (-e1 * x(2) + e0 * x(3)));
+}
+/// G(p)' n.
+template <class S>
+[[gnu::always_inline]] inline Vec4T<S> G_transpose_times(const Vec4T<S>& p, const Vec3T<S>& n) {
+  const S e0 = p(0), e1 = p(1), e2 = p(2), e3 = p(3);
+  return Vec4T<S>((-e1 * n(0) + -e2 * n(1)) + -e3 * n(2), (e0 * n(0) + -e3 * n(1)) + e2 * n(2),
+                  (e3 * n(0) + e0 * n(1)) + -e1 * n(2), (-e2 * n(0) + e1 * n(1)) + e0 * n(2));
+}
+
 /// Inverse of 4 G' J G + c p p', the Euler-parameter block of a mass matrix (paper 000, Eq. 7)
 /// with a normalisation penalty c p p' (Eq. 23), in closed form from J^-1: since G p = 0 and
 /// G G' = n I, n = p'p, it is G' J^-1 G / (4 n^2) + p p' / (c n^2) for any nonzero p and c > 0.

@@ -43,6 +43,24 @@ TEST(Spatial, GAndEMatricesGiveBodyAndGlobalAngularVelocity) {
 // against Eigen's LU inverse, for unit and non-unit p (Newton iterates are not normalised) and
 // penalties from weak to paper 000's chain128 value. Both are exact up to rounding, which grows
 // with the block's condition number kappa (~1e5 at the largest c): tolerance 1e-14 kappa.
+// E_times, E_transpose_times, G_times and G_transpose_times are the products with E_matrix and
+// G_matrix bit for bit (ali3's outputs are the same bytes as with the matrices: the hot loops
+// form no 3 x 4 matrix). Should a change of Eigen's sum order break the identity, the bound
+// that holds is a few ulps of |p| |x|; this test then says so.
+TEST(Spatial, EAndGProductsAreTheMatrixProductsBitForBit) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> d;
+  for (int k = 0; k < 20000; ++k) {
+    const Vec4 p(d(rng), d(rng), d(rng), d(rng)), x(d(rng), d(rng), d(rng), d(rng));
+    const Vec3 n(d(rng), d(rng), d(rng));
+    const Mat34 E = E_matrix<double>(p), G = G_matrix<double>(p);
+    ASSERT_EQ(E_times<double>(p, x), Vec3(E * x)) << k;
+    ASSERT_EQ(E_transpose_times<double>(p, n), Vec4(E.transpose() * n)) << k;
+    ASSERT_EQ(G_times<double>(p, x), Vec3(G * x)) << k;
+    ASSERT_EQ(G_transpose_times<double>(p, n), Vec4(G.transpose() * n)) << k;
+  }
+}
+
 TEST(Spatial, EulerBlockInverseMatchesNumericalInverse) {
   Mat3 J;
   J << 0.8, 0.05, -0.02, 0.05, 0.5, 0.01, -0.02, 0.01, 0.3;

@@ -153,12 +153,12 @@ class Ali3 final : public Formulation {
 
   BodyData& body(int i) { return bodies_[static_cast<std::size_t>(i)]; }
   /// M v and the quadratic-velocity term of body i (euler_body.hpp).
-  Vec7 mass_times(int i, const Mat34& G, const Vec7& v) const {
+  Vec7 mass_times(int i, const Vec4& p, const Vec7& v) const {
     const Body& mb = model_.bodies[static_cast<std::size_t>(i)];
-    return ali3::mass_times(mb.mass, mb.inertia, G, v);
+    return ali3::mass_times(mb.mass, mb.inertia, p, v);
   }
-  Vec4 quadratic_velocity(int i, const Mat34& G, const Vec4& pd) const {
-    return ali3::quadratic_velocity(model_.bodies[static_cast<std::size_t>(i)].inertia, G, pd);
+  Vec4 quadratic_velocity(int i, const Vec4& p, const Vec4& pd) const {
+    return ali3::quadratic_velocity(model_.bodies[static_cast<std::size_t>(i)].inertia, p, pd);
   }
   static void trapezoidal_rates(BodyData& b, double h) {
     ali3::trapezoidal_rates(b.q, b.q_bar, b.qd_bar, b.qdd_bar, h, b.qd, b.qdd);
@@ -175,7 +175,7 @@ class Ali3 final : public Formulation {
     s.r = b.q.head<3>();
     s.q = quaternion<double>(p.normalized());
     s.v = b.qd.head<3>();
-    const Vec3 Epd = E_matrix<double>(p) * b.qd.tail<4>();
+    const Vec3 Epd = E_times<double>(p, b.qd.tail<4>());
     s.w = 2.0 * Epd;
   }
 
@@ -241,21 +241,20 @@ class Ali3 final : public Formulation {
     const BodyData& b = body(i);
     const Vec4 p = b.q.tail<4>();
     Vec7 Q = in_q(applied_wrench(i), p);
-    Q.tail<4>() -= quadratic_velocity(i, G_matrix<double>(p), b.qd.tail<4>());
+    Q.tail<4>() -= quadratic_velocity(i, p, b.qd.tail<4>());
     return Q;
   }
 
   /// The residual of body i's equations of motion at the Newton iterate (Eqs. 12-13 with the
   /// normalisation's penalty, Eq. 19): g = M qdd + Phi_q' lambda + Psi_q' (mu + alpha Psi) - Q,
-  /// with one G(p): the constraint and applied wrenches enter the 7 coordinates together, and
-  /// M qdd - Q's rotational part is G' (4 J' G pdd) + Gd' (8 J' G pd).
+  /// the constraint and applied wrenches enter the 7 coordinates together, and M qdd - Q's
+  /// rotational part is G' (4 J' G pdd) + Gd' (8 J' G pd), G = G(p).
   Vec7 newton_residual(int i) const {
     const BodyData& b = body(i);
     const Vec4 p = b.q.tail<4>();
-    const Mat34 G = G_matrix<double>(p);
     const Vec6 wrench = ctx_.joint_blocks.wrench_on(i, core_->leaf(i).handles(), block_loads_) - applied_wrench(i);
-    Vec7 g = mass_times(i, G, b.qdd) + in_q(wrench, p);
-    g.tail<4>() += quadratic_velocity(i, G, b.qd.tail<4>());
+    Vec7 g = mass_times(i, p, b.qdd) + in_q(wrench, p);
+    g.tail<4>() += quadratic_velocity(i, p, b.qd.tail<4>());
     g.tail<4>() += (b.mu + options_.alpha * psi(p)) * p;
     return g;
   }
@@ -272,7 +271,7 @@ class Ali3 final : public Formulation {
   /// unless geometric stiffness is asked for, when M_c is stored.
   Vec7 mass_c_times(int i, const Vec7& v) const {
     return options_.geometric_stiffness ? Vec7(M_check_[static_cast<std::size_t>(i)] * v)
-                                        : mass_times(i, G_matrix<double>(body(i).q.tail<4>()), v);
+                                        : mass_times(i, body(i).q.tail<4>(), v);
   }
 
   /// The step's tangent of body i: K = (h^2/4) M_cc^-1, M_cc = M_c + (h^2/4) alpha Psi_q' Psi_q

@@ -27,33 +27,33 @@ inline Mat7 mass_matrix(double m, const Mat3& J, const Vec4& p) {
   return M;
 }
 
-/// M v without forming M: [m v_r; 4 G' J G v_p] (G = G(p) given).
-inline Vec7 mass_times(double m, const Mat3& J, const Mat34& G, const Vec7& v) {
-  const Vec3 Jw = 4.0 * (J * (G * v.tail<4>()));
-  const Vec4 GJw = G.transpose() * Jw;
+/// M v without forming M: [m v_r; 4 G' J G v_p], G = G(p).
+inline Vec7 mass_times(double m, const Mat3& J, const Vec4& p, const Vec7& v) {
+  const Vec3 Jw = 4.0 * (J * G_times<double>(p, v.tail<4>()));
+  const Vec4 GJw = G_transpose_times<double>(p, Jw);
   Vec7 out;
   out << m * v.head<3>(), GJw;
   return out;
 }
 
-/// Eq. 8's quadratic-velocity term as it enters M qdd - Q: 8 Gd' J' G pd, Gd = G(pd).
-inline Vec4 quadratic_velocity(const Mat3& J, const Mat34& G, const Vec4& pd) {
-  const Vec3 JGpd = 8.0 * (J * (G * pd));
-  return G_matrix<double>(pd).transpose() * JGpd;
+/// Eq. 8's quadratic-velocity term as it enters M qdd - Q: 8 Gd' J' G pd, G = G(p), Gd = G(pd).
+inline Vec4 quadratic_velocity(const Mat3& J, const Vec4& p, const Vec4& pd) {
+  const Vec3 JGpd = 8.0 * (J * G_times<double>(p, pd));
+  return G_transpose_times<double>(pd, JGpd);
 }
 
 /// A wrench [force; torque] (global, at the centre of mass) as a generalized force in the 7
 /// coordinates: T' [f; n] = [f; 2 E(p)' n] (Eq. 8's 2 G' n' = 2 E' n).
 inline Vec7 in_q(const Vec6& wrench, const Vec4& p) {
-  const Vec4 En = E_matrix<double>(p).transpose() * wrench.tail<3>();  // apart: Eigen would fold 2 into a
-  Vec7 out;                                                            // slow per-coefficient product
+  const Vec4 En = E_transpose_times<double>(p, wrench.tail<3>());
+  Vec7 out;
   out << wrench.head<3>(), 2.0 * En;
   return out;
 }
 
 /// A displacement in the 7 coordinates as a twist: T x = [x_r; 2 E(p) x_p].
 inline Vec6 in_twist(const Vec7& x, const Vec4& p) {
-  const Vec3 Ex = E_matrix<double>(p) * x.tail<4>();
+  const Vec3 Ex = E_times<double>(p, x.tail<4>());
   Vec6 out;
   out << x.head<3>(), 2.0 * Ex;
   return out;
