@@ -200,10 +200,9 @@ class Ali3 final : public Formulation {
     const ConstraintParts parts{.jacobians = tangent || !gamma, .gamma = gamma, .jdot = false};
     Rows& jr = rows_[static_cast<std::size_t>(j)];
     if (tangent) jr.compliance = level == Level::InitialAcceleration ? 0.0 : 1.0 / options_.alpha;
-    ConstraintBlock scratch;  // the joint's blocks in turn (on the stack: nothing allocated, no Jdot asked)
     const bool newton = level == Level::Position;  // newton_residual reads the blocks' loads
     ctx_.joint_blocks.evaluate_rows(
-        j, t, state_, parts, tangent, scratch, jr,
+        j, t, state_, parts, tangent, jr,
         [](const auto& J, int, int) -> const auto& { return J; },  // twist space: the rows as evaluated
         [level](const auto& b) {  // a ConstraintBlock or a ball joint's PointBlock: its own vector type
           using V = std::decay_t<decltype(b.phi)>;

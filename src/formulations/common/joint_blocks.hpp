@@ -70,15 +70,15 @@ class JointBlocks {
     });
   }
   /// evaluate(), fill() and, given `loads`, block_loads() at `lambda`, one block at a time
-  /// through `scratch`: the same rows and loads, and no block kept. A pass over many joints then
-  /// writes only their rows, not an 848-byte block a joint. A spherical joint's own block goes
-  /// through a fixed-size PointBlock instead (ConstraintSet::evaluate_point: the same numbers), so
-  /// `rhs` takes either block type (it reads phi, phi_t or gamma). `scratch` holds the joint's last
-  /// other block afterwards. `lambda` and `loads` are given together or not at all; parts.jdot is
-  /// not asked for.
+  /// through a block on the stack: the same rows and loads, and no block kept. A pass over many
+  /// joints then writes only their rows, not an 848-byte block a joint. A spherical joint's own
+  /// block goes through a fixed-size PointBlock (ConstraintSet::evaluate_point: the same
+  /// numbers), any other through a ConstraintBlock, so `rhs` and `to_coords` take either block's
+  /// types (rhs reads phi, phi_t or gamma). `lambda` and `loads` are given together or not at
+  /// all; parts.jdot is not asked for (nothing is allocated).
   template <int Dim, class ToCoords, class Rhs>
   void evaluate_rows(int joint, double t, const SystemState& state, ConstraintParts parts, bool jacobians,
-                     ConstraintBlock& scratch, dc::JointRows<double, Dim>& jr, ToCoords&& to_coords, Rhs&& rhs,
+                     dc::JointRows<double, Dim>& jr, ToCoords&& to_coords, Rhs&& rhs,
                      const Eigen::VectorXd* lambda = nullptr, std::vector<BlockLoads>* loads = nullptr) const {
     assert((lambda == nullptr) == (loads == nullptr) && "JointBlocks::evaluate_rows: lambda and loads go together");
     assert(!parts.jdot);
@@ -89,14 +89,15 @@ class JointBlocks {
         fill_block(block, at, m, jacobians, jr, to_coords, rhs);
         if (loads) block_load(k, block, *lambda, (*loads)[static_cast<std::size_t>(k)]);
       };
-      if (constraints_->is_point(k)) {
+      if (point_[static_cast<std::size_t>(k)]) {
         PointBlock point;
         constraints_->evaluate_point(k, state, point, parts);
         fill_and_load(point);
         return;
       }
-      constraints_->evaluate_block(k, t, state, scratch, parts);
-      fill_and_load(scratch);
+      ConstraintBlock block;
+      constraints_->evaluate_block(k, t, state, block, parts);
+      fill_and_load(block);
     });
   }
 
@@ -193,6 +194,7 @@ class JointBlocks {
   const ConstraintSet* constraints_;
   std::vector<std::vector<int>> blocks_of_;
   std::vector<int> block_rows_;
+  std::vector<char> point_;  // per block: ConstraintSet::is_point
   std::vector<dc::JointSides> sides_;
 };
 
