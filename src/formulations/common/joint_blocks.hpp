@@ -165,10 +165,10 @@ class JointBlocks {
     jr.reset(rows(joint));
     jr.compliance = c;
   }
-  /// Rows [at, at + m) of a joint's rows from its evaluated block b (a ConstraintBlock or a PointBlock).
   /// A PointBlock's rows in fixed sizes (3), a ConstraintBlock's in its own.
   template <class Block>
   static constexpr int kRows = std::is_same_v<Block, PointBlock> ? 3 : Eigen::Dynamic;
+  /// Rows [at, at + m) of a joint's rows from its evaluated block b (a ConstraintBlock or a PointBlock).
   template <int Dim, class Block, class ToCoords, class Rhs>
   static void fill_block(const Block& b, int at, int m, bool jacobians, dc::JointRows<double, Dim>& jr,
                          ToCoords& to_coords, Rhs& rhs) {
