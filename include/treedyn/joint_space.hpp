@@ -194,9 +194,10 @@ class JointSpace {
   void place_joint(int k, const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, JointMotions& motion) const;
   /// place_joint(k, ...) in its two parts, for a sweep whose serial chain is split from the rest
   /// (Parallel::lead_second_and_follow): rotate_joint(k, ...) makes the child's rotation matrix
-  /// from its parent's alone (for every k in tree order); locate_joint(k, ...), after
-  /// rotate_joint(k, ...) and locate_joint of the parent's joint, the child's position and the
-  /// joint's point, H and D (also in tree order). The two give the same numbers as place_joint.
+  /// from its parent's alone, and the joint's H and D (for every k in tree order);
+  /// locate_joint(k, ...), after rotate_joint(k, ...) and locate_joint of the parent's joint, the
+  /// child's position and the joint's point (also in tree order). The two give the same numbers
+  /// as place_joint.
   void rotate_joint(int k, const Eigen::Ref<const Eigen::VectorXd>& q, JointMotions& motion) const;
   void locate_joint(int k, const Eigen::Ref<const Eigen::VectorXd>& q, SystemState& bodies, JointMotions& motion) const;
   /// Tree joint k's child's quaternion, from its rotation matrix (after place_joint(k, ...)).

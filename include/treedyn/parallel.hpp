@@ -211,13 +211,7 @@ class Parallel {
     {
 #pragma omp masked
       run_lead(count, lead, led, errors);
-      for (;;) {
-        const int begin = claimed.fetch_add(kFollowChunk, std::memory_order_relaxed);
-        if (begin >= count) break;
-        const int end = std::min(begin + kFollowChunk, count);
-        for (int spins = 0; led.load(std::memory_order_acquire) < end; ++spins) wait(spins);
-        for (int i = begin; i < end; ++i) errors.run([&] { follow(i); });
-      }
+      run_follows(count, claimed, led, follow, errors);
     }
     errors.rethrow();
   }
@@ -245,16 +239,13 @@ class Parallel {
     RegionErrors errors;
     std::atomic<int> led{0}, seconded{0}, claimed{0};  // leads and seconds done (by chunks); follows handed out
     std::atomic<bool> second_taken{false};
-    auto follow_chunk = [&](int begin) {
-      for (int i = begin, end = std::min(begin + kFollowChunk, count); i < end; ++i) errors.run([&] { follow(i); });
-    };
     // The second stage's thread follows while it waits for the lead, but only chunks already
     // through its own stage: it never waits for itself.
     auto follow_seconded = [&] {
       int begin = claimed.load(std::memory_order_relaxed);
       while (begin < count && std::min(begin + kFollowChunk, count) <= seconded.load(std::memory_order_acquire))
         if (claimed.compare_exchange_weak(begin, begin + kFollowChunk, std::memory_order_relaxed)) {
-          follow_chunk(begin);
+          follow_chunk(begin, count, follow, errors);
           return true;
         }
       return false;
@@ -273,13 +264,7 @@ class Parallel {
 #pragma omp masked
       run_lead(count, lead, led, errors);
       if (!second_taken.exchange(true, std::memory_order_relaxed)) run_second();
-      for (;;) {
-        const int begin = claimed.fetch_add(kFollowChunk, std::memory_order_relaxed);
-        if (begin >= count) break;
-        const int end = std::min(begin + kFollowChunk, count);
-        for (int spins = 0; seconded.load(std::memory_order_acquire) < end; ++spins) wait(spins);
-        follow_chunk(begin);
-      }
+      run_follows(count, claimed, seconded, follow, errors);
     }
     errors.rethrow();
   }
@@ -292,6 +277,23 @@ class Parallel {
       if ((i + 1) % kFollowChunk == 0) led.store(i + 1, std::memory_order_release);
     }
     led.store(count, std::memory_order_release);
+  }
+  /// A sweep's follow-up work on this thread: chunks of kFollowChunk items handed out by
+  /// `claimed`, each followed once `ready` (the stage before, published by chunks) has passed it.
+  template <class Follow>
+  static void run_follows(int count, std::atomic<int>& claimed, const std::atomic<int>& ready, Follow& follow,
+                          RegionErrors& errors) {
+    for (;;) {
+      const int begin = claimed.fetch_add(kFollowChunk, std::memory_order_relaxed);
+      if (begin >= count) break;
+      for (int spins = 0; ready.load(std::memory_order_acquire) < std::min(begin + kFollowChunk, count); ++spins) wait(spins);
+      follow_chunk(begin, count, follow, errors);
+    }
+  }
+  /// follow(i) for the chunk of items from `begin` (kFollowChunk of them, fewer at the end).
+  template <class Follow>
+  static void follow_chunk(int begin, int count, Follow& follow, RegionErrors& errors) {
+    for (int i = begin, end = std::min(begin + kFollowChunk, count); i < end; ++i) errors.run([&] { follow(i); });
   }
   /// Items a follower takes at a time: enough that the lead's stores and the followers' loads
   /// rarely share a cache line, few enough that the followers start soon after the lead.
