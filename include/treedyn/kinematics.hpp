@@ -115,7 +115,8 @@ class ConstraintSet {
   /// True if block k is a spherical joint's own block: evaluate_point may evaluate it.
   bool is_point(int k) const;
   /// Block k, a spherical joint's own (is_point(k)), at `state`: Phi, Phi_t and, as `parts` asks,
-  /// J_P, J_C and gamma (parts.jdot must be false), the same numbers as evaluate_block's.
+  /// J_P, J_C and gamma, the same numbers as evaluate_block's. Throws std::out_of_range for no
+  /// such block, std::invalid_argument naming the joint for another block or parts.jdot.
   void evaluate_point(int k, const SystemState& state, PointBlock& out, ConstraintParts parts) const;
   /// The joint a block belongs to (a driver's joint for a driver block).
   int joint_of_block(int k) const;

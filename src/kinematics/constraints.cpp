@@ -2,8 +2,9 @@
 // Ch. 9): point coincidence, dot-1 (two body-fixed vectors perpendicular) and dot-2 (a body-fixed
 // vector perpendicular to the vector between the joint points). Each primitive supplies its
 // value, its Jacobian with respect to both body twists, and the quadratic velocity term Jdot V.
-#include <cassert>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "treedyn/kinematics.hpp"
 
@@ -283,8 +284,12 @@ bool ConstraintSet::is_point(int k) const {
 }
 
 void ConstraintSet::evaluate_point(int k, const SystemState& state, PointBlock& out, ConstraintParts parts) const {
-  assert(is_point(k) && !parts.jdot);
-  const Joint& j = model_->joints[static_cast<std::size_t>(k)];
+  if (k < 0 || k >= block_count()) throw std::out_of_range("ConstraintSet::evaluate_point: no block " + std::to_string(k));
+  const Joint& j = model_->joints[static_cast<std::size_t>(joint_of_block(k))];
+  if (!is_point(k))
+    throw std::invalid_argument("ConstraintSet::evaluate_point: block " + std::to_string(k) + " (joint '" + j.name +
+                                "') is not a spherical joint's own block");
+  if (parts.jdot) throw std::invalid_argument("ConstraintSet::evaluate_point: a PointBlock holds no Jdot (joint '" + j.name + "')");
   const JointGeometry g(j, state_of(state, j.parent), state_of(state, j.child), false, parts.gamma);
   out.parent = j.parent;
   out.child = j.child;

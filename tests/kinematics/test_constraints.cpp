@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <stdexcept>
 
 #include "support.hpp"
 #include "treedyn/kinematics.hpp"
@@ -112,6 +113,11 @@ TEST(Constraints, APointBlockIsTheSphericalJointsBlockInFixedSizes) {
   EXPECT_TRUE(set.is_point(1));
   EXPECT_FALSE(set.is_point(2)) << "a revolute joint";
   EXPECT_FALSE(set.is_point(3)) << "a driver";
+  PointBlock misused;
+  EXPECT_THROW(set.evaluate_point(2, state, misused, ConstraintParts::jacobians_only()), std::invalid_argument);
+  EXPECT_THROW(set.evaluate_point(3, state, misused, ConstraintParts::jacobians_only()), std::invalid_argument);
+  EXPECT_THROW(set.evaluate_point(4, state, misused, ConstraintParts::jacobians_only()), std::out_of_range);
+  EXPECT_THROW(set.evaluate_point(0, state, misused, ConstraintParts{}), std::invalid_argument) << "Jdot asked";
   for (int k : {0, 1})
     for (const ConstraintParts parts : {ConstraintParts::without_jdot(), ConstraintParts::jacobians_only(),
                                         ConstraintParts{.jacobians = false, .gamma = true, .jdot = false}}) {
