@@ -22,6 +22,16 @@ class AppliedLoads {
 
   /// Each body's applied wrench [force; torque about its centre of mass], global frame.
   void evaluate(double t, const SystemState& state, std::vector<Vec6>& wrenches) const;
+  /// evaluate(), except under gravity alone when `weights_held` says the wrenches hold the
+  /// weights already (they read no state, so they stand until another load comes in). Sets
+  /// `weights_held` to gravity_only(). The caller keeps the flag with its vector: false at first
+  /// and after writing the vector itself. Returns true if it evaluated.
+  bool evaluate_unless_held(double t, const SystemState& state, std::vector<Vec6>& wrenches, bool& weights_held) const {
+    const bool held = weights_held && gravity_only() && wrenches.size() == state.size();
+    if (!held) evaluate(t, state, wrenches);
+    weights_held = gravity_only();
+    return !held;
+  }
   /// Body i's weight [m g; 0], the part of its wrench that needs no other body's state.
   Vec6 weight(int body) const;
   /// Body i's mass, from an array of the masses (not the model's large body records).

@@ -5,8 +5,11 @@
 #include <random>
 
 #include "support.hpp"
+#include "treedyn/coordinate_map.hpp"
+#include "treedyn/external_loads.hpp"
 #include "treedyn/loads.hpp"
 #include "treedyn/model_builder.hpp"
+#include "treedyn/topology.hpp"
 
 using namespace treedyn;
 
@@ -33,6 +36,18 @@ Model two_bodies(double damping, bool with_actuator) {
     b.body_force({"f", "C", Vec3(1, 0, 0), TimeFunction::constant(1.5), LoadFrame::Body, PointSpec{Vec3(0.3, 0, 0), false}});
     b.body_torque({"t", "A", Vec3(0, 1, 0), TimeFunction::constant(0.7), LoadFrame::Global});
   }
+  return b.build();
+}
+
+/// A 3 kg body on a joint of `type` to ground at the origin, under gravity alone (-9.81 along y).
+Model one_body(JointType type) {
+  ModelBuilder b("one");
+  b.gravity({0, -9.81, 0});
+  Body a;
+  a.name = "A";
+  a.mass = 3.0;
+  a.inertia = Mat3::Identity();
+  b.body(a).joint(JointSpec::at("j", type, "ground", "A", {0, 0, 0}));
   return b.build();
 }
 
@@ -89,16 +104,38 @@ TEST(AppliedLoads, NonConservativePowerIsTheWorkRateOfDampersAndDrives) {
 }
 
 TEST(AppliedLoads, GravityActsAtTheCentreOfMass) {
-  const Model m = two_bodies(0.0, false);
-  ModelBuilder b("g");
-  b.gravity({0, -9.81, 0});
-  Body a;
-  a.name = "A";
-  a.mass = 3.0;
-  a.inertia = Mat3::Identity();
-  b.body(a).joint(JointSpec::at("j", JointType::Free, "ground", "A", {0, 0, 0}));
-  const Model g = b.build();
+  const Model g = one_body(JointType::Free);
   std::vector<Vec6> w;
   AppliedLoads(g).evaluate(0.0, initial_state(g), w);
   EXPECT_LT((w[0] - (Vec6() << 0, -3 * 9.81, 0, 0, 0, 0).finished()).norm(), 1e-14);
+}
+
+// Under gravity alone the weights read no state: evaluate_unless_held makes them once and keeps
+// them while nothing else loads the bodies, and evaluates again as soon as an external load comes
+// in and once more when it goes (the vector then holds that load, not the weights).
+TEST(AppliedLoads, HeldWeightsFollowAnExternalLoadThatComesAndGoes) {
+  const Model g = one_body(JointType::Spherical);
+  const auto map = std::make_shared<const CoordinateMap>(g, Topology(g));
+  ExternalLoads external(map);
+  const AppliedLoads loads(g, &external);
+  const SystemState state = initial_state(g);
+  const Vec6 weight = (Vec6() << 0, -3 * 9.81, 0, 0, 0, 0).finished();
+  std::vector<Vec6> w;
+  bool held = false;
+  EXPECT_TRUE(loads.evaluate_unless_held(0.0, state, w, held));
+  EXPECT_TRUE(held);
+  EXPECT_EQ(w[0], weight);
+  w[0].setConstant(7.0);  // not evaluated again: what the vector holds stays
+  EXPECT_FALSE(loads.evaluate_unless_held(0.1, state, w, held));
+  EXPECT_EQ(w[0](0), 7.0);
+  w[0] = weight;
+  external.set_body_wrench(0, Vec3(1, 2, 3), Vec3(4, 5, 6));
+  EXPECT_TRUE(loads.evaluate_unless_held(0.2, state, w, held));
+  EXPECT_FALSE(held);
+  EXPECT_EQ(w[0], (Vec6() << 1, 2 - 3 * 9.81, 3, 4, 5, 6).finished());
+  EXPECT_TRUE(loads.evaluate_unless_held(0.3, state, w, held));  // evaluated while the load is on
+  external.clear_inputs();
+  EXPECT_TRUE(loads.evaluate_unless_held(0.4, state, w, held));  // the weights again
+  EXPECT_TRUE(held);
+  EXPECT_EQ(w[0], weight);
 }

@@ -111,6 +111,32 @@ TEST(Simulator, PdControllerHoldsThePendulumAtItsStaticEquilibrium) {
   }
 }
 
+// A wrench that comes and goes acts only while it is applied: hdca holds the bodies' weights while
+// gravity is the only load (AppliedLoads::evaluate_unless_held) and must take the wrench when it
+// comes and the weights alone again when it goes. dca and hdca end where the reference does (the
+// same rk4 steps, different coordinates of the same motion: 1e-9 rad is round-off and rk4's
+// error together, both far below what the wrench moves, which is checked too).
+TEST(Simulator, AnExternalWrenchThatComesAndGoesActsOnlyWhileApplied) {
+  const ModelPtr model = share(read_model_file(test::model_path("spatial_double_pendulum")));
+  const std::string body = model->bodies.back().name;
+  auto run = [&](const std::string& name, bool push) {
+    Simulator sim(model, name, fixed_step(name));
+    for (int k = 0; k < 300; ++k) {
+      if (push && k == 100) sim.set_body_wrench(body, Vec3(3, -2, 5), Vec3(0.5, 0.2, -0.4));
+      if (push && k == 200) sim.clear_inputs();
+      sim.step();
+    }
+    return std::pair{sim.q(), sim.qd()};
+  };
+  const auto reference = run("reference", true);
+  EXPECT_GT((run("reference", false).first - reference.first).norm(), 1e-3);  // the wrench moves it
+  for (const char* name : {"dca", "hdca"}) {
+    const auto [q, qd] = run(name, true);
+    EXPECT_LT((q - reference.first).norm(), 1e-9) << name;
+    EXPECT_LT((qd - reference.second).norm(), 1e-8) << name;
+  }
+}
+
 // One code path: a whole run is a loop of advance_to at its sample times, and step() repeated
 // takes the same steps as advance_to over whole steps (bit for bit on this autonomous model; the
 // times themselves differ in the last digit, t + h + h... against k h); an adaptive integrator's

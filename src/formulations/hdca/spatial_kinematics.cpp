@@ -64,13 +64,18 @@ void SpatialKinematics<S>::place_loop_joints() {
 
 template <class S>
 void SpatialKinematics<S>::move(double t, std::span<const Vec> V) {
-  for (std::size_t b = 0; b < bodies_.size(); ++b) {
-    bodies_[b].v = V[b].template head<3>().template cast<double>();
-    bodies_[b].w = V[b].template tail<3>().template cast<double>();
+  // A tree under gravity alone reads no twist here, and its loads are the weights, made once
+  // (a serial sweep over the bodies less per right-hand side).
+  if (!loop_joints_.empty() || !loads_.gravity_only()) {
+    for (std::size_t b = 0; b < bodies_.size(); ++b) {
+      bodies_[b].v = V[b].template head<3>().template cast<double>();
+      bodies_[b].w = V[b].template tail<3>().template cast<double>();
+    }
   }
-  loads_.evaluate(t, bodies_, wrenches_);
-  if constexpr (!kDouble) {
-    for (std::size_t b = 0; b < bodies_.size(); ++b) applied_[b] = wrenches_[b].cast<S>();
+  if (loads_.evaluate_unless_held(t, bodies_, wrenches_, weights_held_)) {
+    if constexpr (!kDouble) {
+      for (std::size_t b = 0; b < bodies_.size(); ++b) applied_[b] = wrenches_[b].cast<S>();
+    }
   }
   for (int j : loop_joints_) {
     const Joint& joint = model_.joints[static_cast<std::size_t>(j)];

@@ -163,6 +163,7 @@ class SpatialKinematics {
   JointMotions motion_;
   std::vector<ConstraintBlock> blocks_;  // per loop-closing joint
   std::vector<Vec6> wrenches_;
+  bool weights_held_ = false;  // wrenches_ hold the weights alone (AppliedLoads::evaluate_unless_held)
   std::vector<PrincipalInertia> inertia_;  // body frame, in principal axes
   std::vector<Point> loop_point_;
   std::vector<typename G::InverseInertia> inverse_inertia_;
