@@ -267,6 +267,34 @@ TEST(Ali3, DivergenceEndsTheRunWithAMessage) {
     for (const BodyState& b : s.bodies) EXPECT_TRUE(b.r.allFinite() && b.v.allFinite());
 }
 
+// A diverged step says what to change, and the change works. A penalty below the default rule's
+// (ali3_penalty) is too weak: chain128 at alpha = 1e6 diverges within 0.6 s and runs at the value
+// the message names. Otherwise the motion outran the step: the 96-link chain at its defaults
+// diverges in its second whip at 13.6 s and passes it at the h/4 the message names (a larger
+// alpha, h/2 and more iterations do not, on the 128-link chain's whip at 15.7 s:
+// docs/results/ali3.md).
+TEST(Ali3, DivergenceAdviceWorks) {
+  const Model chain128 = make_chain(128, JointType::Spherical);
+  const auto weak = test::simulate(chain128, "ali3", ali3(0.01, 1e6, 3), 1.0, 0.1);
+  EXPECT_EQ(weak.status, "failed");
+  EXPECT_NE(weak.message.find("alpha is below 1e+09, the default for h = 0.01 s on this model: leave alpha unset or "
+                              "raise it to 1e+09"),
+            std::string::npos)
+      << weak.message;
+  EXPECT_TRUE(test::simulate(chain128, "ali3", ali3(0.01, 1e9, 3), 1.0, 0.1).ok());
+
+  const Model chain96 = make_chain(96, JointType::Spherical);
+  const auto fast = test::simulate(chain96, "ali3", ali3(0.01, 0.0, 3), 15.0, 0.1);
+  EXPECT_EQ(fast.status, "failed");
+  EXPECT_NEAR(fast.t_reached, 13.6, 0.1);
+  EXPECT_NE(fast.message.find("the motion is too fast for the step: shorten it to h/4 = 0.0025 s (the default alpha rises "
+                              "with it)"),
+            std::string::npos)
+      << fast.message;
+  const auto shorter = test::simulate(chain96, "ali3", ali3(0.0025, 0.0, 3), 15.0, 0.1);
+  EXPECT_TRUE(shorter.ok()) << shorter.status << ": " << shorter.message;
+}
+
 TEST(Ali3, RefusesBadOptions) {
   FormulationSettings s;
   s.ali3.alpha = -1.0;

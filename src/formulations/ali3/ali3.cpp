@@ -57,7 +57,9 @@ class Ali3 final : public Formulation {
         wrenches_(static_cast<std::size_t>(n_)),
         lambda_(Eigen::VectorXd::Zero(ctx_.constraints.rows())) {
     check(options);
-    if (options_.alpha == 0.0) options_.alpha = ali3_penalty(model_, ctx_.topology, options_.dt);
+    default_alpha_ = ali3_penalty(model_, ctx_.topology, options_.dt);
+    alpha_chosen_ = options_.alpha == 0.0;
+    if (alpha_chosen_) options_.alpha = default_alpha_;
     for (const Body& b : model_.bodies) inertia_inverse_.push_back(b.inertia.inverse());
     if (options.geometric_stiffness) {
       M_check_.assign(static_cast<std::size_t>(n_), Mat7::Zero());
@@ -146,7 +148,8 @@ class Ali3 final : public Formulation {
       std::ostringstream msg;
       msg << "ali3: alpha = " << options_.alpha << " is weak for h = " << options_.dt << " and bodies up to " << heaviest
           << " kg (1/alpha should be well below h^2/(4 m) = " << joint_compliance << "); raise alpha to about "
-          << 100.0 / joint_compliance << " if Newton-Raphson diverges";
+          << std::max(100.0 / joint_compliance, default_alpha_)
+          << " if Newton-Raphson diverges (at least the default for this step and model, " << default_alpha_ << ")";
       warnings_.push_back(msg.str());
     }
   }
@@ -459,10 +462,27 @@ class Ali3 final : public Formulation {
       msg << "ali3: Newton-Raphson diverged in the step to t = " << t << " (||Delta q|| = " << norm << " after "
           << options_.newton_max << " iterations, largest at body '"
           << largest_body(model_, [&](int i) { return per_body_[static_cast<std::size_t>(i)]; })
-          << "'; alpha = " << options_.alpha << ", h = " << h
-          << "): try a larger alpha, a smaller step or more iterations";
+          << "'; alpha = " << options_.alpha << ", h = " << h << "): " << divergence_advice();
       throw SimulationError(t, msg.str());
     }
+  }
+
+  /// What to change after a diverged step. A penalty below the default rule's for this step
+  /// (ali3_penalty) is too weak: chain128 at 1e6 and 1e7 and the 1,024-link chain at 1e9 diverge
+  /// within 0.6 s and run at the rule's value. Otherwise the motion outran the step: the 96- and
+  /// 128-link chains diverge in their second whip at 13.6 and 15.7 s and pass it at h/4, where
+  /// neither a larger alpha, h/2 (the 128-link chain) nor more iterations (5, 6, 10) did
+  /// (docs/results/ali3.md; tested: Ali3.DivergenceAdviceWorks).
+  std::string divergence_advice() const {
+    std::ostringstream advice;
+    if (options_.alpha < default_alpha_) {
+      advice << "alpha is below " << default_alpha_ << ", the default for h = " << options_.dt
+             << " s on this model: leave alpha unset or raise it to " << default_alpha_;
+    } else {
+      advice << "the motion is too fast for the step: shorten it to h/4 = " << options_.dt / 4.0 << " s";
+      if (alpha_chosen_) advice << " (the default alpha rises with it)";
+    }
+    return advice.str();
   }
 
   /// Body i's q += Delta q and mu += alpha (Psi + Psi_q Delta q) (Eq. 21; lambda's increment is
@@ -557,6 +577,8 @@ class Ali3 final : public Formulation {
   SolverStats stats_;
   std::vector<std::string> warnings_;
   bool warned_singular_ = false;
+  double default_alpha_ = 0.0;  // ali3_penalty for the model and options_.dt
+  bool alpha_chosen_ = false;   // options_.alpha is default_alpha_ because none was given
 };
 
 }  // namespace
