@@ -47,23 +47,40 @@ ModelScales model_scales(const Model& model, double kinetic_max, double potentia
 Metrics::Metrics(const Model& model, const ExternalLoads* external)
     : model_(&model), loads_(model, external), constraints_(model) {}
 
+namespace {
+
+/// The norms of Phi, Phi_q V + Phi_t and Phi_q A - gamma of an evaluated block (a ConstraintBlock,
+/// or a ball joint's PointBlock in fixed sizes).
+template <class Block>
+ConstraintErrors block_errors(const Block& b, const SystemState& state) {
+  Vec6 V_P = Vec6::Zero(), V_C = Vec6::Zero(), A_P = Vec6::Zero(), A_C = Vec6::Zero();
+  const BodyState& P = state_of(state, b.parent);
+  const BodyState& C = state_of(state, b.child);
+  V_P << P.v, P.w;
+  V_C << C.v, C.w;
+  A_P << P.a, P.alpha;
+  A_C << C.a, C.alpha;
+  ConstraintErrors e;
+  e.position = b.phi.norm();
+  e.velocity = (b.J_P * V_P + b.J_C * V_C + b.phi_t).norm();
+  e.acceleration = (b.J_P * A_P + b.J_C * A_C - b.gamma).norm();
+  return e;
+}
+
+}  // namespace
+
 std::vector<ConstraintErrors> Metrics::constraint_errors(double t, const SystemState& state) const {
   std::vector<ConstraintErrors> errors(static_cast<std::size_t>(constraints_.block_count()));
   for (int k = 0; k < constraints_.block_count(); ++k) {
-    constraints_.evaluate_block(k, t, state, block_, ConstraintParts::without_jdot());
-    const ConstraintBlock& b = block_;
-    if (b.size() == 0) continue;
-    Vec6 V_P = Vec6::Zero(), V_C = Vec6::Zero(), A_P = Vec6::Zero(), A_C = Vec6::Zero();
-    const BodyState& P = state_of(state, b.parent);
-    const BodyState& C = state_of(state, b.child);
-    V_P << P.v, P.w;
-    V_C << C.v, C.w;
-    A_P << P.a, P.alpha;
-    A_C << C.a, C.alpha;
     ConstraintErrors& e = errors[static_cast<std::size_t>(k)];
-    e.position = b.phi.norm();
-    e.velocity = (b.J_P * V_P + b.J_C * V_C + b.phi_t).norm();
-    e.acceleration = (b.J_P * A_P + b.J_C * A_C - b.gamma).norm();
+    if (constraints_.is_point(k)) {  // a ball joint: its rows in fixed sizes
+      PointBlock point;
+      constraints_.evaluate_point(k, state, point, ConstraintParts::without_jdot());
+      e = block_errors(point, state);
+      continue;
+    }
+    constraints_.evaluate_block(k, t, state, block_, ConstraintParts::without_jdot());
+    if (block_.size() > 0) e = block_errors(block_, state);
   }
   return errors;
 }

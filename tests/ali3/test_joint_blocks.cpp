@@ -17,18 +17,15 @@ namespace {
 // handle of its bodies, where a sum joint by joint would associate differently from block by block.
 TEST(JointBlocks, WrenchFromBlockLoadsIsTheWrenchFromTheBlocksBitForBit) {
   std::mt19937 rng(7);
-  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
   int driven = 0;
   for (const std::string& name : test::shipped_models()) {
     const Model model = read_model_file(test::model_path(name));
     const ConstraintSet constraints(model);
     const JointBlocks joints(model, constraints, 6, "test");
-    SystemState state(model.bodies.size());
-    for (BodyState& s : state) s = test::random_state(rng);
+    const SystemState state = test::random_states(model, rng);
     std::vector<ConstraintBlock> blocks(static_cast<std::size_t>(constraints.block_count()));
     constraints.evaluate(0.25, state, blocks, ConstraintParts::jacobians_only());
-    Eigen::VectorXd lambda(constraints.rows());
-    for (Eigen::Index r = 0; r < lambda.size(); ++r) lambda(r) = uniform(rng);
+    Eigen::VectorXd lambda = test::random_vector(constraints.rows(), rng);
     std::vector<JointBlocks::BlockLoads> loads(blocks.size());
     for (int j = 0; j < model.joint_count(); ++j) {
       joints.block_loads(j, blocks, lambda, loads);

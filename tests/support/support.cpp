@@ -40,6 +40,19 @@ BodyState random_state(std::mt19937& rng) {
   return s;
 }
 
+SystemState random_states(const Model& model, std::mt19937& rng) {
+  SystemState state(model.bodies.size());
+  for (BodyState& s : state) s = random_state(rng);
+  return state;
+}
+
+Eigen::VectorXd random_vector(Eigen::Index n, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Eigen::VectorXd x(n);
+  for (Eigen::Index i = 0; i < n; ++i) x(i) = u(rng);
+  return x;
+}
+
 Eigen::VectorXd rk4(const std::function<Eigen::VectorXd(double, const Eigen::VectorXd&)>& f, Eigen::VectorXd y,
                     double t0, double t1, double h) {
   const long n = std::lround((t1 - t0) / h);

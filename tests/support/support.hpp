@@ -20,6 +20,10 @@ BodyState moved(const BodyState& s, const Vec6& twist, double h);
 
 /// A body state with random pose, twist and acceleration (seeded).
 BodyState random_state(std::mt19937& rng);
+/// Every body of `model` at a random_state.
+SystemState random_states(const Model& model, std::mt19937& rng);
+/// n entries uniform in [-1, 1] (multipliers, loads).
+Eigen::VectorXd random_vector(Eigen::Index n, std::mt19937& rng);
 
 /// Integrates ydot = f(t, y) with classical RK4 at a fixed step (for independent reference
 /// solutions inside tests).

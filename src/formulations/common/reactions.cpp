@@ -4,12 +4,16 @@ namespace treedyn {
 
 namespace {
 
-/// Block k's share of out (evaluated as b at `state`).
-void block_reaction(const ConstraintSet& constraints, int k, const ConstraintBlock& b,
+/// Block k's share of out (evaluated as b at `state`: a ConstraintBlock, or a ball joint's
+/// PointBlock in fixed sizes).
+template <class Block>
+void block_reaction(const ConstraintSet& constraints, int k, const Block& b,
                     const Eigen::Ref<const Eigen::VectorXd>& lambda, const SystemState& state, Snapshot& out) {
   const Model& model = constraints.model();
   if (b.size() == 0 || b.child == kGround) return;
-  const Vec6 w = -b.J_C.transpose() * lambda.segment(constraints.offset(k), b.size());  // at the child's CoM
+  // -J_C' lambda at the child's CoM, as 0 - J_C' lambda: a zero entry is +0 (as Eigen's general
+  // product with a factor -1 left it; a fixed-size block's -(...) would print -0).
+  const Vec6 w = Vec6::Zero() - b.J_C.transpose() * lambda.segment(constraints.offset(k), b.size());
   const BodyState& C = state_of(state, b.child);
   if (k < model.joint_count()) {
     const Joint& j = model.joints[static_cast<std::size_t>(k)];
@@ -44,6 +48,12 @@ void reactions_from_multipliers(const ConstraintSet& constraints, double t, cons
                                 const SystemState& state, ConstraintBlock& scratch, Snapshot& out) {
   clear(constraints.model(), out);
   for (int k = 0; k < constraints.block_count(); ++k) {
+    if (constraints.is_point(k)) {
+      PointBlock point;
+      constraints.evaluate_point(k, state, point, ConstraintParts::jacobians_only());
+      block_reaction(constraints, k, point, lambda, state, out);
+      continue;
+    }
     constraints.evaluate_block(k, t, state, scratch, ConstraintParts::jacobians_only());
     block_reaction(constraints, k, scratch, lambda, state, out);
   }
