@@ -255,7 +255,7 @@ bool ResultWriter::restart() {
   }
   headers_written_ = false;
   received_ = rows_ = 0;
-  held_.reset();
+  holding_ = false;
   return true;
 }
 
@@ -345,10 +345,13 @@ void ResultWriter::write(const Snapshot& s, const MetricsSample& m, const Solver
     reference_ = q_;
   }
   if (received_++ % write_every_ == 0) {
-    held_.reset();
+    holding_ = false;
     write_row(s, m, stats);
-  } else {
-    held_ = Held{s, m, stats};  // written by finish if it is the last
+  } else {  // written by finish if it is the last
+    held_.snapshot = s;
+    held_.metrics = m;
+    held_.stats = stats;
+    holding_ = true;
   }
 }
 
@@ -483,8 +486,8 @@ void ResultWriter::finish(const SimulationResult& result) {
   // failed is already "failed" and says so), then the summary whole or not at all.
   std::string late_failure;
   try {
-    if (held_ && out_.front().file) write_row(held_->snapshot, held_->metrics, held_->stats);
-    held_.reset();
+    if (holding_ && out_.front().file) write_row(held_.snapshot, held_.metrics, held_.stats);
+    holding_ = false;
     for (const Output& o : out_)
       if (o.file)
         if (const int error = file_error(o.error, o.file); error != 0) write_failed(o.path, error);
