@@ -87,6 +87,9 @@ class ResultWriter : public SampleSink {
   void visit_columns(bool with_reactions, bool with_efforts, Column&& column) const;
   void write_headers(bool with_reactions, bool with_efforts);
   void write_row(const Snapshot& snapshot, const MetricsSample& metrics, const SolverStats& stats);
+  /// q_, qd_ of the joints at `bodies`, angles unwrapped against `reference` (none: the first
+  /// sample); reference_ becomes q_.
+  void measure_joints(const SystemState& bodies, const Eigen::VectorXd* reference);
   /// Flushes every file (a .npy's header then says `rows`); on a failure cuts them all back to the
   /// last sample written whole and throws.
   void check_rows(long rows);
@@ -108,6 +111,7 @@ class ResultWriter : public SampleSink {
   Held held_;
   bool holding_ = false;
   Eigen::VectorXd q_, qd_, reference_;  // joints.csv: angles continuous from row to row
+  Eigen::VectorXd held_reference_;      // reference_ as the held sample found it
 };
 
 /// Writes `text` to `path` whole or not at all (a temporary file beside it, then renamed over it);

@@ -340,19 +340,29 @@ void ResultWriter::write_headers(bool with_reactions, bool with_efforts) {
 }
 
 void ResultWriter::write(const Snapshot& s, const MetricsSample& m, const SolverStats& stats) {
-  if (coordinates_) {  // every sample, written or not: angles stay continuous however many are skipped
-    coordinates_->measure(s.bodies, q_, qd_, received_ > 0 ? &reference_ : nullptr);
-    reference_ = q_;
-  }
-  if (received_++ % write_every_ == 0) {
+  const bool first = received_ == 0, written = received_++ % write_every_ == 0;
+  if (written) {
+    if (coordinates_) measure_joints(s.bodies, first ? nullptr : &reference_);
     holding_ = false;
     write_row(s, m, stats);
-  } else {  // written by finish if it is the last
-    held_.snapshot = s;
-    held_.metrics = m;
-    held_.stats = stats;
-    holding_ = true;
+    return;
   }
+  // Skipped, and written by finish if it is the last. Angles stay continuous however many samples
+  // are skipped: a skipped one moves the angle coordinates' references alone (track_angles, the
+  // same unwrapping as measure's), not every joint's coordinates and rates.
+  if (coordinates_) {
+    held_reference_ = reference_;
+    coordinates_->track_angles(s.bodies, reference_);
+  }
+  held_.snapshot = s;
+  held_.metrics = m;
+  held_.stats = stats;
+  holding_ = true;
+}
+
+void ResultWriter::measure_joints(const SystemState& bodies, const Eigen::VectorXd* reference) {
+  coordinates_->measure(bodies, q_, qd_, reference);
+  reference_ = q_;
 }
 
 void ResultWriter::write_row(const Snapshot& s, const MetricsSample& m, const SolverStats& stats) {
@@ -486,7 +496,10 @@ void ResultWriter::finish(const SimulationResult& result) {
   // failed is already "failed" and says so), then the summary whole or not at all.
   std::string late_failure;
   try {
-    if (holding_ && out_.front().file) write_row(held_.snapshot, held_.metrics, held_.stats);
+    if (holding_ && out_.front().file) {
+      if (coordinates_) measure_joints(held_.snapshot.bodies, &held_reference_);
+      write_row(held_.snapshot, held_.metrics, held_.stats);
+    }
     holding_ = false;
     for (const Output& o : out_)
       if (o.file)

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -474,6 +475,33 @@ TEST(Cli, BigRunsAreDecimatedToTheirSizeBudget) {
     return json.substr(at, json.find(',', at) - at);
   };
   EXPECT_EQ(field(summary, "energy_drift_max"), field(read_file(all + "/summary.json"), "energy_drift_max"));
+}
+
+// A decimated joints.csv holds rows of the full one: the angles stay continuous through the
+// skipped samples (which move only the angles' references, not every joint's coordinates). The
+// four-link's rotor turns four times in 8 s, and a row is written about every second (1,009
+// samples), so its angle moves by more than pi between written rows: unwrapped against the last
+// written row instead, it would fall back by 2 pi.
+TEST(Cli, DecimatedJointAnglesAreThoseOfTheFullRun) {
+  const std::string all = temp("angles_all"), few = temp("angles_few");
+  const std::string common = "simulate " + treedyn::test::model_path("four_link") + " -f half-implicit --t-end 8 -q ";
+  ASSERT_EQ(run(common + "--max-output-mb 0 -o " + all).status, 0);
+  ASSERT_EQ(run(common + "--max-output-mb 0.02 -o " + few).status, 0);
+  std::map<std::string, std::string> full;  // row by its time field
+  std::istringstream every(read_file(all + "/joints.csv"));
+  for (std::string line; std::getline(every, line);) full[line.substr(0, line.find(','))] = line;
+  std::istringstream kept(read_file(few + "/joints.csv"));
+  std::size_t rows = 0;
+  double largest = 0.0;
+  for (std::string line; std::getline(kept, line); ++rows) {
+    const std::string t = line.substr(0, line.find(','));
+    ASSERT_EQ(full.count(t), 1u) << t;
+    EXPECT_EQ(line, full[t]);
+    if (rows > 0) largest = std::max(largest, std::abs(std::stod(line.substr(line.find(',') + 1))));
+  }
+  EXPECT_GT(rows, 5u);
+  EXPECT_LT(rows, 50u);  // decimated (8,002 lines in full)
+  EXPECT_GT(largest, 6.0 * M_PI);  // the rotor's angle, continuous through three turns and more
 }
 
 // A new run in a folder removes what an earlier one wrote there (no stale summary or plots), and
