@@ -13,6 +13,7 @@
 #pragma once
 
 #include <Eigen/SparseCore>
+#include <utility>
 #include <vector>
 
 #include "treedyn/model.hpp"
@@ -112,12 +113,30 @@ class ConstraintSet {
   /// The same with the states of the block's parent P and child C given (ground's for kGround).
   void evaluate_block(int k, double t, const BodyState& P, const BodyState& C, ConstraintBlock& out,
                       ConstraintParts parts = {}) const;
-  /// True if block k is a spherical joint's own block: evaluate_point may evaluate it.
-  bool is_point(int k) const;
+  /// True if block k (in [0, block_count())) is a spherical joint's own block: evaluate_point may
+  /// evaluate it.
+  bool is_point(int k) const { return point_[static_cast<std::size_t>(k)] != 0; }
   /// Block k, a spherical joint's own (is_point(k)), at `state`: Phi, Phi_t and, as `parts` asks,
   /// J_P, J_C and gamma, the same numbers as evaluate_block's. Throws std::out_of_range for no
   /// such block, std::invalid_argument naming the joint for another block or parts.jdot.
   void evaluate_point(int k, const SystemState& state, PointBlock& out, ConstraintParts parts) const;
+  /// Block k at (t, state), handed to f(block) once evaluated, on the stack: a spherical joint's
+  /// own block as a fixed-size PointBlock (evaluate_point), any other as a ConstraintBlock
+  /// (evaluate_block), so f takes either (`const auto&`). The same numbers as evaluate_block's;
+  /// the fixed sizes where they apply, for a caller that reads a block once (a pass's rows, a
+  /// sample's reactions and errors). Allocates nothing unless parts.jdot.
+  template <class F>
+  [[gnu::always_inline]] inline void visit_block(int k, double t, const SystemState& state, ConstraintParts parts, F&& f) const {
+    if (is_point(k)) {
+      PointBlock point;
+      evaluate_point(k, state, point, parts);
+      f(std::as_const(point));
+      return;
+    }
+    ConstraintBlock block;
+    evaluate_block(k, t, state, block, parts);
+    f(std::as_const(block));
+  }
   /// The joint a block belongs to (a driver's joint for a driver block).
   int joint_of_block(int k) const;
   /// Sparse J (rows x 6n) and stacked Phi, Phi_t, gamma from evaluated blocks.
@@ -128,6 +147,7 @@ class ConstraintSet {
  private:
   const Model* model_;
   std::vector<int> offsets_;
+  std::vector<char> point_;  // per block: is_point (a pass asks it of every joint, and a Joint record is 240 bytes)
   int rows_ = 0;
 };
 

@@ -63,7 +63,6 @@ class Metrics {
   const Model* model_;
   AppliedLoads loads_;
   ConstraintSet constraints_;
-  mutable ConstraintBlock block_;  // evaluated one joint at a time: a block per joint held 1.4 KB a body
   bool first_ = true;
   double t_prev_ = 0.0, power_prev_ = 0.0, work_ = 0.0, energy0_ = 0.0;
 };

@@ -251,10 +251,12 @@ void driver_constraint(const Driver& driver, const Joint& joint, double t, const
 ConstraintSet::ConstraintSet(const Model& model) : model_(&model) {
   for (const Joint& j : model.joints) {
     offsets_.push_back(rows_);
+    point_.push_back(j.type == JointType::Spherical ? 1 : 0);
     rows_ += joint_constraint_count(j.type);
   }
   for (std::size_t d = 0; d < model.drivers.size(); ++d) {
     offsets_.push_back(rows_);
+    point_.push_back(0);  // a driver's block
     rows_ += 1;
   }
 }
@@ -277,10 +279,6 @@ void ConstraintSet::evaluate_block(int k, double t, const BodyState& P, const Bo
   const Joint& j = m.joints[static_cast<std::size_t>(joint_of_block(k))];
   if (k < m.joint_count()) joint_constraint(j, P, C, out, parts);
   else driver_constraint(m.drivers[static_cast<std::size_t>(k - m.joint_count())], j, t, P, C, out, parts);
-}
-
-bool ConstraintSet::is_point(int k) const {
-  return k < model_->joint_count() && model_->joints[static_cast<std::size_t>(k)].type == JointType::Spherical;
 }
 
 void ConstraintSet::evaluate_point(int k, const SystemState& state, PointBlock& out, ConstraintParts parts) const {

@@ -72,15 +72,9 @@ ConstraintErrors block_errors(const Block& b, const SystemState& state) {
 std::vector<ConstraintErrors> Metrics::constraint_errors(double t, const SystemState& state) const {
   std::vector<ConstraintErrors> errors(static_cast<std::size_t>(constraints_.block_count()));
   for (int k = 0; k < constraints_.block_count(); ++k) {
-    ConstraintErrors& e = errors[static_cast<std::size_t>(k)];
-    if (constraints_.is_point(k)) {  // a ball joint: its rows in fixed sizes
-      PointBlock point;
-      constraints_.evaluate_point(k, state, point, ConstraintParts::without_jdot());
-      e = block_errors(point, state);
-      continue;
-    }
-    constraints_.evaluate_block(k, t, state, block_, ConstraintParts::without_jdot());
-    if (block_.size() > 0) e = block_errors(block_, state);
+    constraints_.visit_block(k, t, state, ConstraintParts::without_jdot(), [&](const auto& b) {
+      if (b.size() > 0) errors[static_cast<std::size_t>(k)] = block_errors(b, state);
+    });
   }
   return errors;
 }

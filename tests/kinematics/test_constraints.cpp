@@ -4,6 +4,7 @@
 
 #include <random>
 #include <stdexcept>
+#include <type_traits>
 
 #include "support.hpp"
 #include "treedyn/kinematics.hpp"
@@ -113,6 +114,10 @@ TEST(Constraints, APointBlockIsTheSphericalJointsBlockInFixedSizes) {
   EXPECT_TRUE(set.is_point(1));
   EXPECT_FALSE(set.is_point(2)) << "a revolute joint";
   EXPECT_FALSE(set.is_point(3)) << "a driver";
+  for (int k = 0; k < set.block_count(); ++k)  // visit_block hands the fixed-size block exactly where is_point says
+    set.visit_block(k, 0.25, state, ConstraintParts::without_jdot(), [&](const auto& b) {
+      EXPECT_EQ((std::is_same_v<std::decay_t<decltype(b)>, PointBlock>), set.is_point(k)) << "block " << k;
+    });
   PointBlock misused;
   EXPECT_THROW(set.evaluate_point(2, state, misused, ConstraintParts::jacobians_only()), std::invalid_argument);
   EXPECT_THROW(set.evaluate_point(3, state, misused, ConstraintParts::jacobians_only()), std::invalid_argument);

@@ -33,8 +33,7 @@ TEST(FixedSizeBlocks, ReactionsFromPointBlocksAreThoseFromConstraintBlocksBitFor
     lambda(0) = 0.0;  // a zero multiplier: its reaction entries are zeros, whose signs must agree
     Snapshot from_blocks, evaluated;
     reactions_from_multipliers(constraints, blocks, lambda, state, from_blocks);
-    ConstraintBlock scratch;
-    reactions_from_multipliers(constraints, 0.25, lambda, state, scratch, evaluated);
+    reactions_from_multipliers(constraints, 0.25, lambda, state, evaluated);
     ASSERT_EQ(from_blocks.reactions.size(), evaluated.reactions.size());
     for (std::size_t j = 0; j < evaluated.reactions.size(); ++j) {
       EXPECT_TRUE(same_bits(from_blocks.reactions[j].force, evaluated.reactions[j].force)) << name << " joint " << j;

@@ -122,8 +122,7 @@ class Ali3 final : public Formulation {
       s.a = b.qdd.head<3>();
       s.alpha = 2.0 * E_matrix<double>(b.q.tail<4>()) * b.qdd.tail<4>();  // Edot pd = 0
     }
-    ConstraintBlock scratch;  // the blocks one at a time (ali3 keeps none)
-    reactions_from_multipliers(ctx_.constraints, t_, lambda_, state_, scratch, out);
+    reactions_from_multipliers(ctx_.constraints, t_, lambda_, state_, out);  // the blocks one at a time (ali3 keeps none)
     out.extra_power = 0.0;
   }
 

@@ -12,7 +12,6 @@ JointBlocks::JointBlocks(const Model& model, const ConstraintSet& constraints, i
   for (int k = 0; k < constraints.block_count(); ++k) {
     blocks_of_[static_cast<std::size_t>(constraints.joint_of_block(k))].push_back(k);
     block_rows_.push_back(blocks[static_cast<std::size_t>(k)].size());
-    point_.push_back(constraints.is_point(k) ? 1 : 0);
   }
   for (int j = 0; j < model.joint_count(); ++j) {
     const Joint& joint = model.joints[static_cast<std::size_t>(j)];

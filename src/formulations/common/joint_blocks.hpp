@@ -72,7 +72,7 @@ class JointBlocks {
   /// evaluate(), fill() and, given `loads`, block_loads() at `lambda`, one block at a time
   /// through a block on the stack: the same rows and loads, and no block kept. A pass over many
   /// joints then writes only their rows, not an 848-byte block a joint. A spherical joint's own
-  /// block goes through a fixed-size PointBlock (ConstraintSet::evaluate_point: the same
+  /// block goes through a fixed-size PointBlock (ConstraintSet::visit_block: the same
   /// numbers), any other through a ConstraintBlock, so `rhs` and `to_coords` take either block's
   /// types (rhs reads phi, phi_t or gamma). `lambda` and `loads` are given together or not at
   /// all; parts.jdot is not asked for (nothing is allocated).
@@ -89,15 +89,7 @@ class JointBlocks {
         fill_block(block, at, m, jacobians, jr, to_coords, rhs);
         if (loads) block_load(k, block, *lambda, (*loads)[static_cast<std::size_t>(k)]);
       };
-      if (point_[static_cast<std::size_t>(k)]) {
-        PointBlock point;
-        constraints_->evaluate_point(k, state, point, parts);
-        fill_and_load(point);
-        return;
-      }
-      ConstraintBlock block;
-      constraints_->evaluate_block(k, t, state, block, parts);
-      fill_and_load(block);
+      constraints_->visit_block(k, t, state, parts, fill_and_load);
     });
   }
 
@@ -194,7 +186,6 @@ class JointBlocks {
   const ConstraintSet* constraints_;
   std::vector<std::vector<int>> blocks_of_;
   std::vector<int> block_rows_;
-  std::vector<char> point_;  // per block: ConstraintSet::is_point
   std::vector<dc::JointSides> sides_;
 };
 

@@ -45,18 +45,11 @@ void reactions_from_multipliers(const ConstraintSet& constraints, const std::vec
 }
 
 void reactions_from_multipliers(const ConstraintSet& constraints, double t, const Eigen::Ref<const Eigen::VectorXd>& lambda,
-                                const SystemState& state, ConstraintBlock& scratch, Snapshot& out) {
+                                const SystemState& state, Snapshot& out) {
   clear(constraints.model(), out);
-  for (int k = 0; k < constraints.block_count(); ++k) {
-    if (constraints.is_point(k)) {
-      PointBlock point;
-      constraints.evaluate_point(k, state, point, ConstraintParts::jacobians_only());
-      block_reaction(constraints, k, point, lambda, state, out);
-      continue;
-    }
-    constraints.evaluate_block(k, t, state, scratch, ConstraintParts::jacobians_only());
-    block_reaction(constraints, k, scratch, lambda, state, out);
-  }
+  for (int k = 0; k < constraints.block_count(); ++k)
+    constraints.visit_block(k, t, state, ConstraintParts::jacobians_only(),
+                            [&](const auto& b) { block_reaction(constraints, k, b, lambda, state, out); });
 }
 
 }  // namespace treedyn

@@ -12,9 +12,9 @@ namespace treedyn {
 void reactions_from_multipliers(const ConstraintSet& constraints, const std::vector<ConstraintBlock>& blocks,
                                 const Eigen::Ref<const Eigen::VectorXd>& lambda, const SystemState& state,
                                 Snapshot& out);
-/// The same, evaluating each block's Jacobians at (t, state) in turn through `scratch` (for a
-/// formulation that keeps no blocks: ali3).
+/// The same, evaluating each block's Jacobians at (t, state) in turn (ConstraintSet::visit_block:
+/// for a formulation that keeps no blocks, ali3).
 void reactions_from_multipliers(const ConstraintSet& constraints, double t, const Eigen::Ref<const Eigen::VectorXd>& lambda,
-                                const SystemState& state, ConstraintBlock& scratch, Snapshot& out);
+                                const SystemState& state, Snapshot& out);
 
 }  // namespace treedyn
