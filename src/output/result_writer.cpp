@@ -349,8 +349,9 @@ void ResultWriter::write(const Snapshot& s, const MetricsSample& m, const Solver
   }
   // Skipped, and written by finish if it is the last. Angles stay continuous however many samples
   // are skipped: a skipped one moves the angle coordinates' references alone (track_angles, the
-  // same unwrapping as measure's), not every joint's coordinates and rates.
-  if (coordinates_) {
+  // same unwrapping as measure's), not every joint's coordinates and rates. Without angles (a
+  // ball-joint chain) no reference is read.
+  if (coordinates_ && coordinates_->has_angles()) {
     held_reference_ = reference_;
     coordinates_->track_angles(s.bodies, reference_);
   }
