@@ -163,9 +163,11 @@ class BranchWatch {
   }
   bool watching() const { return topology_.has_value(); }
   /// Looks at the run's state at time t; true when the run has just come near a singular position.
-  bool observe(const Model& model, const SystemState& bodies, double t) {
+  /// The bodies' states are read only where there are loops to watch: for dca and hdca reading
+  /// them is a forward-kinematics pass, and for ali3 a copy of every body's state.
+  bool observe(const Simulator& sim, double t) {
     if (!topology_) return false;
-    const double c = topology_->loop_conditioning(model, bodies);
+    const double c = topology_->loop_conditioning(sim.model(), sim.body_states());
     smallest_ = std::min(smallest_, c);
     const bool near = c < threshold_;
     const bool entered = near && !near_;
@@ -464,7 +466,7 @@ SimulationResult run_once(Simulator& sim, const RunOptions& options, const Syste
       wall += std::chrono::duration<double>(Clock::now() - advancing).count();
       result.t_reached = t;
       // checked by a refined run from here on, unless one was made or tried already
-      if (branch.observe(model, sim.body_states(), t) && options.verify && !result.error_estimate.made() &&
+      if (branch.observe(sim, t) && options.verify && !result.error_estimate.made() &&
           result.error_estimate.note.empty()) {
         companion = passage_companion(sim, t0, start, result.error_estimate);
         result.error_estimate.reason = "the run came near a singular position of its closed loops at t = " + sci(t) + " s";
