@@ -8,10 +8,13 @@
 #include <sunnonlinsol/sunnonlinsol_fixedpoint.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <exception>
+#include <limits>
 #include <sstream>
 
+#include "dopri5_dense.hpp"
 #include "integrators_internal.hpp"
 #include "serial_vector_ops.hpp"
 #include "treedyn/errors.hpp"
@@ -145,6 +148,11 @@ class ArkodeErk final : public SundialsBase {
     pending_ = nullptr;
     fsal_ready_ = false;
     last_ydot_ = nullptr;
+    step_start_ = t0;
+    k1_ = nullptr;
+    stage_calls_ = 0;
+    dense_.start(t0, y0);
+    dense_valid_ = true;
     if (mem_) {  // a restart keeps the settings
       if (ERKStepReInit(mem_, erk_rhs_callback, t0, y_) != ARK_SUCCESS) throw std::runtime_error("ARKODE: ERKStepReInit failed");
       steps_before_ = fails_before_ = 0;
@@ -156,6 +164,7 @@ class ArkodeErk final : public SundialsBase {
     ERKStepSetErrHandlerFn(mem_, error_callback, this);
     const ARKODE_ERKTableID table = name_ == "dopri5" ? ARKODE_DORMAND_PRINCE_7_4_5 : ARKODE_BOGACKI_SHAMPINE_4_2_3;
     ERKStepSetTableNum(mem_, table);
+    own_dense_output_ = table == ARKODE_DORMAND_PRINCE_7_4_5;
     fsal_ = first_same_as_last(table);
     ERKStepWFtolerances(mem_, weights_callback);
     ERKStepSetMaxNumSteps(mem_, opt_.max_steps);
@@ -164,8 +173,19 @@ class ArkodeErk final : public SundialsBase {
     steps_before_ = fails_before_ = 0;
   }
 
+  /// dopri5 steps past t_out one step at a time and reads the output from its own interpolant
+  /// (dopri5_dense.hpp): the same steps as ARKODE's ARK_NORMAL mode takes, without the extra
+  /// right-hand side its Hermite interpolant spends at each output. bs23 keeps ARK_NORMAL.
   void advance(double t_out, Eigen::VectorXd& y) override {
-    evolve(t_out, ARK_NORMAL, y);
+    if (!own_dense_output_) {
+      evolve(t_out, ARK_NORMAL, y);
+    } else {
+      for (long steps = 0; dense_.t1() < t_out; ++steps) {
+        if (steps == opt_.max_steps) too_much_work(t_out);
+        evolve(t_out, ARK_ONE_STEP, y);
+      }
+      interpolate(t_out, y);
+    }
     project_output(t_out, y);
   }
 
@@ -198,6 +218,7 @@ class ArkodeErk final : public SundialsBase {
   /// one in four for bs23. The same values as SUNDIALS' own FSAL path, bit for bit.
   static int erk_rhs_callback(sunrealtype t, N_Vector y, N_Vector ydot, void* self_ptr) {
     auto* self = static_cast<ArkodeErk*>(self_ptr);
+    self->note_stage(t, ydot);
     if (self->fsal_ready_ && t == self->fsal_t_ && self->last_ydot_ && self->last_ydot_ != ydot && !self->pending_) {
       self->fsal_ready_ = false;
       N_VScale(1.0, self->last_ydot_, ydot);
@@ -216,8 +237,10 @@ class ArkodeErk final : public SundialsBase {
       const double change = self->opt_.project ? self->sys_.project_step(t, state, self->step_projection_tolerance()) : 0.0;
       if (change > 0.0) ++self->stats_.projections;
       self->sys_.accept_step(t, state);
+      if (self->own_dense_output_) self->build_dense_output(t, state);
       self->fsal_ready_ = self->fsal_ && change == 0.0;
       self->fsal_t_ = t;
+      self->step_start_ = t;
       return 0;
     } catch (...) {
       self->pending_ = std::current_exception();
@@ -246,7 +269,70 @@ class ArkodeErk final : public SundialsBase {
   /// off by about twice as much, far inside the step's own error; outputs are projected exactly.
   double step_projection_tolerance() const { return 1e-3 * std::min(opt_.rtol, opt_.atol); }
 
+  // dopri5's own dense output ----------------------------------------------------------------
+  /// Where each evaluation went. ARKODE 6 evaluates a dopri5 step's first stage at the step's
+  /// start (at the previous step's end, or when it starts) and the other six inside the step, in
+  /// order, each into its own stage vector, which it leaves untouched until the step is complete.
+  void note_stage(double t, N_Vector ydot) {
+    if (!own_dense_output_) return;
+    if (t == step_start_) {
+      k1_ = ydot;
+      return;
+    }
+    stages_[static_cast<std::size_t>(stage_calls_ % 6)] = {t, ydot};
+    ++stage_calls_;
+  }
+
+  /// After an accepted step to t (state: its end, projected): the interpolant from the seven
+  /// stages, when the last six evaluations are the step's stages 2-7 at t_n + c_i h. Otherwise
+  /// (never seen with SUNDIALS 6.4) the outputs come from ARKODE's own interpolant.
+  void build_dense_output(double t, const Map& state) {
+    const double h = t - step_start_, slack = 64.0 * std::numeric_limits<double>::epsilon() * (std::abs(t) + std::abs(h));
+    std::array<const double*, 7> k{};
+    bool found = k1_ != nullptr && stage_calls_ >= 6;
+    if (found) k[0] = NV_DATA_S(k1_);
+    for (int i = 1; i < 7 && found; ++i) {
+      const Stage& s = stages_[static_cast<std::size_t>((stage_calls_ - 6 + i - 1) % 6)];
+      found = std::abs(s.t - (step_start_ + dopri5::kC[static_cast<std::size_t>(i)] * h)) <= slack && s.ydot != k1_;
+      k[static_cast<std::size_t>(i)] = NV_DATA_S(s.ydot);
+    }
+    dense_valid_ = found;
+    if (found) dense_.step(t, state, k);
+  }
+
+  /// y(t_out) inside the last step.
+  void interpolate(double t_out, Eigen::VectorXd& y) {
+    if (dense_valid_) {
+      dense_.evaluate(t_out, y);
+      return;
+    }
+    const int flag = ERKStepGetDky(mem_, t_out, 0, y_);
+    if (flag != ARK_SUCCESS) fail(t_out, flag, flag_name(ERKStepGetReturnFlagName(flag)));
+    y = state();
+  }
+
+  /// As ARK_NORMAL fails after max_steps steps without reaching t_out.
+  [[noreturn]] void too_much_work(double t_out) {
+    double now = 0.0;
+    ERKStepGetCurrentTime(mem_, &now);
+    last_error_ = "ARKODE ERKStepEvolve: at t = " + std::to_string(now) + ", " + std::to_string(opt_.max_steps) +
+                  " steps were taken before reaching t_out = " + std::to_string(t_out);
+    fail(now, ARK_TOO_MUCH_WORK, flag_name(ERKStepGetReturnFlagName(ARK_TOO_MUCH_WORK)));
+  }
+
+  struct Stage {
+    double t = 0.0;
+    N_Vector ydot = nullptr;
+  };
+
   void* mem_ = nullptr;
+  bool own_dense_output_ = false;  // dopri5: outputs from dopri5_dense.hpp
+  dopri5::DenseOutput dense_;
+  bool dense_valid_ = false;       // the last step's stages were found and dense_ holds it
+  double step_start_ = 0.0;        // t_n of the step being taken
+  N_Vector k1_ = nullptr;          // where its first stage is
+  std::array<Stage, 6> stages_{};  // the last six other evaluations, a ring
+  long stage_calls_ = 0;
   bool fsal_ = false;          // the table is first-same-as-last
   bool fsal_ready_ = false;    // the next call at fsal_t_ is the first stage after an untouched accepted step
   double fsal_t_ = 0.0;

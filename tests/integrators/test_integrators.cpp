@@ -3,8 +3,10 @@
 // right-hand sides, and failures reported with the time.
 #include <gtest/gtest.h>
 
+#include <arkode/arkode_butcher_erk.h>
 #include <nvector/nvector_serial.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -14,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "integrators/dopri5_dense.hpp"
 #include "integrators/serial_vector_ops.hpp"
 #include "treedyn/errors.hpp"
 #include "treedyn/integrators.hpp"
@@ -312,6 +315,84 @@ TEST(AdaptiveIntegrators, RefusedStepsAreCountedApart) {
   const long attempts = s.steps + s.error_test_failures;
   EXPECT_GE(s.rhs_evaluations, 6 * attempts + 1);
   EXPECT_LE(s.rhs_evaluations, 6 * attempts + 1 + 20);
+}
+
+namespace {
+
+/// y' = f(t) over one dopri5 step from (t0, F(t0)): the stages k_i = f(t0 + c_i h) and the step's
+/// solution y0 + h sum b_i k_i, from ARKODE's own table; then the dense output at theta.
+template <class F, class Rate>
+double dense_at(F exact, Rate f, double t0, double h, double theta) {
+  ARKodeButcherTable B = ARKodeButcherTable_LoadERK(ARKODE_DORMAND_PRINCE_7_4_5);
+  std::array<double, 7> k{};
+  std::array<const double*, 7> at{};
+  double y1 = exact(t0);
+  for (int i = 0; i < 7; ++i) {
+    k[static_cast<std::size_t>(i)] = f(t0 + B->c[i] * h);
+    y1 += h * B->b[i] * k[static_cast<std::size_t>(i)];
+    at[static_cast<std::size_t>(i)] = &k[static_cast<std::size_t>(i)];
+  }
+  ARKodeButcherTable_Free(B);
+  dopri5::DenseOutput dense;
+  dense.start(t0, Eigen::VectorXd::Constant(1, exact(t0)));
+  dense.step(t0 + h, Eigen::VectorXd::Constant(1, y1), at);
+  Eigen::VectorXd y;
+  dense.evaluate(t0 + theta * h, y);
+  return y(0);
+}
+
+}  // namespace
+
+// dopri5's continuous extension (src/integrators/dopri5_dense.hpp) against the exact solution of
+// y' = f(t): of order 4, so exact (to round-off) where y is a polynomial of degree 4, and with a
+// local error of O(h^5) on y = sin t: halving h divides it by about 32. Its abscissae are
+// ARKODE's table's, which the code that finds the stages relies on.
+TEST(Dopri5DenseOutput, IsExactOnQuarticsAndOfOrderFourOtherwise) {
+  ARKodeButcherTable B = ARKodeButcherTable_LoadERK(ARKODE_DORMAND_PRINCE_7_4_5);
+  ASSERT_EQ(B->stages, 7);
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(B->c[i], dopri5::kC[static_cast<std::size_t>(i)]) << i;
+  ARKodeButcherTable_Free(B);
+  auto quartic = [](double t) { return 3.0 * t * t * t * t - t * t * t + 0.5 * t + 2.0; };
+  auto quartic_rate = [](double t) { return 12.0 * t * t * t - 3.0 * t * t + 0.5; };
+  for (double theta : {0.0, 0.1, 0.37, 0.5, 0.8, 1.0})
+    EXPECT_NEAR(dense_at(quartic, quartic_rate, 0.3, 0.7, theta), quartic(0.3 + 0.7 * theta), 1e-13) << theta;
+  auto sine = [](double t) { return std::sin(t); };
+  auto cosine = [](double t) { return std::cos(t); };
+  for (double theta : {0.25, 0.5, 0.75}) {
+    const double coarse = std::abs(dense_at(sine, cosine, 0.4, 0.2, theta) - std::sin(0.4 + 0.2 * theta));
+    const double fine = std::abs(dense_at(sine, cosine, 0.4, 0.1, theta) - std::sin(0.4 + 0.1 * theta));
+    EXPECT_GT(coarse, 1e-12) << theta;  // not round-off: the ratio below means something
+    EXPECT_NEAR(std::log2(coarse / fine), 5.0, 0.3) << theta;
+  }
+}
+
+// dopri5's outputs inside a step cost no evaluation: outputs every 0.01 s and every 1 s give
+// the same steps and the same number of right-hand sides (ARKODE's Hermite interpolant spent one
+// per output), and each output is within 10 rtol of the exact solution (the step ends' own error
+// at rtol 1e-8 is about 1e-8). Both runs' first output is at 0.01 s: ARKODE sizes the first step
+// from the first output time.
+TEST(AdaptiveIntegrators, Dopri5OutputsInsideStepsCostNoEvaluations) {
+  auto run = [](double every, double& worst) {
+    Oscillator sys;
+    Eigen::VectorXd y;
+    auto integ = started("dopri5", sys, 0.0, y, 1e-8);
+    worst = 0.0;
+    const int outputs = static_cast<int>(std::lround(5.0 / every));
+    for (int k = 0; k <= outputs; ++k) {
+      const double t = k == 0 ? 0.01 : every * k;
+      if (k > 0 && t <= 0.01) continue;
+      integ->advance(t, y);
+      worst = std::max(worst, std::hypot(y(0) - std::cos(t), y(1) + std::sin(t)));
+    }
+    return integ->stats();
+  };
+  double worst_dense = 0.0, worst_sparse = 0.0;
+  const IntegratorStats dense = run(0.01, worst_dense), sparse = run(1.0, worst_sparse);
+  EXPECT_GT(dense.steps, 20);
+  EXPECT_EQ(dense.steps, sparse.steps);
+  EXPECT_EQ(dense.rhs_evaluations, sparse.rhs_evaluations);
+  EXPECT_LT(worst_dense, 1e-7);
+  EXPECT_LT(worst_sparse, 1e-7);
 }
 
 // SUNDIALS' serial vector operations, replaced by ones compiled with optimisation (Debian builds
