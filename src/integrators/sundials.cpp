@@ -13,6 +13,7 @@
 #include <exception>
 #include <limits>
 #include <sstream>
+#include <stdexcept>
 
 #include "dopri5_dense.hpp"
 #include "integrators_internal.hpp"
@@ -180,6 +181,9 @@ class ArkodeErk final : public SundialsBase {
     if (!own_dense_output_) {
       evolve(t_out, ARK_NORMAL, y);
     } else {
+      if (t_out < dense_.t0())  // ARK_NORMAL refuses it too; the interpolant would extrapolate
+        throw std::invalid_argument(name_ + ": t_out = " + std::to_string(t_out) +
+                                    " is before the last step, which started at t = " + std::to_string(dense_.t0()));
       for (long steps = 0; dense_.t1() < t_out; ++steps) {
         if (steps == opt_.max_steps) too_much_work(t_out);
         evolve(t_out, ARK_ONE_STEP, y);

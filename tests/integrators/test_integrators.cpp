@@ -395,6 +395,15 @@ TEST(AdaptiveIntegrators, Dopri5OutputsInsideStepsCostNoEvaluations) {
   EXPECT_LT(worst_sparse, 1e-7);
 }
 
+// An output before the last step's start would be the interpolant extrapolated backwards.
+TEST(AdaptiveIntegrators, Dopri5RefusesAnOutputBeforeItsLastStep) {
+  Oscillator sys;
+  Eigen::VectorXd y;
+  auto integ = started("dopri5", sys, 0.0, y, 1e-8);
+  integ->advance(1.0, y);
+  EXPECT_THROW(integ->advance(0.001, y), std::invalid_argument);
+}
+
 // SUNDIALS' serial vector operations, replaced by ones compiled with optimisation (Debian builds
 // SUNDIALS at -O0; src/integrators/serial_vector_ops.hpp). The replacements must give the bits
 // SUNDIALS' own give, in each of N_VLinearSum's and N_VScale's cases and where the output is one
