@@ -152,6 +152,11 @@ class BranchWatch {
  public:
   static constexpr int kWatchedBodies = 64;
 
+  /// Whether a run of `model` is watched (closed loops, up to kWatchedBodies bodies).
+  static bool watches(const Model& model, double threshold) {
+    return threshold > 0.0 && model.body_count() <= kWatchedBodies && has_closed_loops(model);
+  }
+
   BranchWatch(const Model& model, double threshold) : threshold_(threshold) {
     if (!(threshold > 0.0) || !has_closed_loops(model)) return;
     if (model.body_count() > kWatchedBodies) {
@@ -385,10 +390,27 @@ void judge(const Model& model, const JudgementOptions& options, double kinetic_m
   warn_if_failed(j, r.status);
 }
 
+/// Whether a run may go back to its start: a companion run for an error estimate (asked, or for
+/// a fixed step, or after a passage near a singular position of watched loops) or a retry at a
+/// smaller step (fixed steps). Only then is the start kept: a copy of every body's state, which
+/// for dca and hdca is also a forward-kinematics pass and a cache the Simulator keeps.
+bool may_return_to_start(const Simulator& sim, const RunOptions& options) {
+  const bool fixed = fixed_step(sim);
+  return options.estimate_error || (options.choose_step && fixed) ||
+         (options.verify && (fixed || BranchWatch::watches(sim.model(), options.judge.branch)));
+}
+
+/// `start` of a run that may return to it (may_return_to_start).
+const SystemState& kept(const SystemState* start) {
+  if (!start) throw std::logic_error("run: the run's start was not kept, and a companion or a retry needs it");
+  return *start;
+}
+
 /// One run of `sim` from its time to options.t_end (run_simulation without the step's choice);
-/// `start`: the bodies' states at that time (where companions start); `tries`: the runs it
-/// replaces at larger steps (run_simulation), which its judgement reads.
-SimulationResult run_once(Simulator& sim, const RunOptions& options, const SystemState& start, SampleSink* sink,
+/// `start`: the bodies' states at that time (where companions start), null where the run cannot
+/// return there (may_return_to_start); `tries`: the runs it replaces at larger steps
+/// (run_simulation), which its judgement reads.
+SimulationResult run_once(Simulator& sim, const RunOptions& options, const SystemState* start, SampleSink* sink,
                           const ProgressCallback& progress, const std::vector<SimulationResult::StepTry>& tries = {}) {
   using Clock = std::chrono::steady_clock;
   const Model& model = sim.model();
@@ -416,7 +438,7 @@ SimulationResult run_once(Simulator& sim, const RunOptions& options, const Syste
   Metrics metrics(model, &sim.inputs());
   std::unique_ptr<Simulator> companion;  // the error estimate's refined run, beside this one
   if (options.estimate_error || (options.verify && fixed_step(sim))) {
-    companion = refined_companion(sim, t0, start, result.error_estimate);
+    companion = refined_companion(sim, t0, kept(start), result.error_estimate);
     result.error_estimate.reason = options.estimate_error ? "asked" : "fixed step";
   }
   BranchWatch branch(model, options.judge.branch);
@@ -468,7 +490,7 @@ SimulationResult run_once(Simulator& sim, const RunOptions& options, const Syste
       // checked by a refined run from here on, unless one was made or tried already
       if (branch.observe(sim, t) && options.verify && !result.error_estimate.made() &&
           result.error_estimate.note.empty()) {
-        companion = passage_companion(sim, t0, start, result.error_estimate);
+        companion = passage_companion(sim, t0, kept(start), result.error_estimate);
         result.error_estimate.reason = "the run came near a singular position of its closed loops at t = " + sci(t) + " s";
       }
       if (k % every == 0 || k == steps) sample(false);
@@ -564,7 +586,9 @@ void restart_at_step(Simulator& sim, double step, const SystemState& start) {
 
 SimulationResult run_simulation(Simulator& sim, const RunOptions& options, SampleSink* sink,
                                 const ProgressCallback& progress) {
-  const SystemState start = sim.body_states();
+  std::optional<SystemState> kept_start;
+  if (may_return_to_start(sim, options)) kept_start = sim.body_states();
+  const SystemState* start = kept_start ? &*kept_start : nullptr;
   SimulationResult r = run_once(sim, options, start, sink, progress);
   if (!options.choose_step || !(r.step > 0.0)) return r;  // adaptive integrators choose their own
   const double first_step = r.step;
@@ -578,7 +602,7 @@ SimulationResult run_simulation(Simulator& sim, const RunOptions& options, Sampl
       break;
     }
     tries.push_back({r.step, r.error_estimate.position, failed_accuracy(r)->threshold, r.wall_seconds, r.stats.steps});
-    restart_at_step(sim, *step, start);
+    restart_at_step(sim, *step, kept(start));
     r = run_once(sim, options, start, sink, progress, tries);
   }
   return r;
