@@ -185,7 +185,7 @@ class ArkodeErk final : public SundialsBase {
         throw std::invalid_argument(name_ + ": t_out = " + std::to_string(t_out) +
                                     " is before the last step, which started at t = " + std::to_string(dense_.t0()));
       for (long steps = 0; dense_.t1() < t_out; ++steps) {
-        if (steps == opt_.max_steps) too_much_work(t_out);
+        if (steps == opt_.max_steps) too_much_work();
         evolve(t_out, ARK_ONE_STEP, y);
       }
       interpolate(t_out, y);
@@ -256,14 +256,14 @@ class ArkodeErk final : public SundialsBase {
     double t = 0.0;
     non_finite_.clear();  // a failure reports this call's non-finite values only
     const int flag = ERKStepEvolve(mem_, t_out, y_, &t, mode);
+    long steps = 0, fails = 0;  // counted before a failure too: the steps it took are work done
+    ERKStepGetNumSteps(mem_, &steps);
+    ERKStepGetNumErrTestFails(mem_, &fails);
+    count(steps, fails);
     if (flag < 0) {  // the time the solver reached, not the t it may have left unset on failure
       ERKStepGetCurrentTime(mem_, &t);
       fail(t, flag, flag_name(ERKStepGetReturnFlagName(flag)));
     }
-    long steps = 0, fails = 0;
-    ERKStepGetNumSteps(mem_, &steps);
-    ERKStepGetNumErrTestFails(mem_, &fails);
-    count(steps, fails);
     y = state();
     return t;
   }
@@ -316,11 +316,12 @@ class ArkodeErk final : public SundialsBase {
   }
 
   /// As ARK_NORMAL fails after max_steps steps without reaching t_out.
-  [[noreturn]] void too_much_work(double t_out) {
+  [[noreturn]] void too_much_work() {
     double now = 0.0;
     ERKStepGetCurrentTime(mem_, &now);
-    last_error_ = "ARKODE ERKStepEvolve: at t = " + std::to_string(now) + ", " + std::to_string(opt_.max_steps) +
-                  " steps were taken before reaching t_out = " + std::to_string(t_out);
+    std::ostringstream msg;  // ARKODE's own words for it
+    msg << "ARKODE arkEvolve: At t = " << now << ", mxstep steps taken before reaching tout.";
+    last_error_ = msg.str();
     fail(now, ARK_TOO_MUCH_WORK, flag_name(ERKStepGetReturnFlagName(ARK_TOO_MUCH_WORK)));
   }
 
@@ -420,14 +421,14 @@ class Cvode final : public SundialsBase {
   double one_step(double t_out) {
     double t = 0.0;
     const int flag = CVode(mem_, t_out, y_, &t, CV_ONE_STEP);
+    long steps = 0, fails = 0;  // counted before a failure too, as ArkodeErk::evolve does
+    CVodeGetNumSteps(mem_, &steps);
+    CVodeGetNumErrTestFails(mem_, &fails);
+    count(steps, fails);
     if (flag < 0) {
       CVodeGetCurrentTime(mem_, &t);
       fail(t, flag, flag_name(CVodeGetReturnFlagName(flag)));
     }
-    long steps = 0, fails = 0;
-    CVodeGetNumSteps(mem_, &steps);
-    CVodeGetNumErrTestFails(mem_, &fails);
-    count(steps, fails);
     sys_.accept_step(t, state());
     return t;
   }

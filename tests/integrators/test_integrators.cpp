@@ -404,6 +404,34 @@ TEST(AdaptiveIntegrators, Dopri5RefusesAnOutputBeforeItsLastStep) {
   EXPECT_THROW(integ->advance(0.001, y), std::invalid_argument);
 }
 
+// max_steps bounds the steps between two outputs, for dopri5 (which steps one at a time to an
+// output) as for bs23 (ARKODE's own count): the run stops with the time it reached, says why, and
+// counts the steps it took.
+TEST(AdaptiveIntegrators, MaxStepsBetweenOutputsStopsTheRun) {
+  for (const char* method : {"dopri5", "bs23"}) {
+    Oscillator sys;
+    IntegratorOptions o;
+    o.rtol = o.atol = 1e-8;
+    o.max_steps = 100;
+    auto integ = make_integrator(method, sys, o);
+    Eigen::VectorXd y(2);
+    y << 1.0, 0.0;
+    integ->reset(0.0, y);
+    integ->advance(0.1, y);  // within the bound
+    const long before = integ->stats().steps;
+    EXPECT_LT(before, 100) << method;
+    try {
+      integ->advance(100.0, y);
+      ADD_FAILURE() << method << ": no failure";
+    } catch (const SimulationError& e) {
+      EXPECT_NE(std::string(e.what()).find("ARK_TOO_MUCH_WORK"), std::string::npos) << method << ": " << e.what();
+      EXPECT_GT(e.time(), 0.1) << method;
+      EXPECT_LT(e.time(), 100.0) << method;
+    }
+    EXPECT_EQ(integ->stats().steps - before, 100) << method;  // the bound, counted to the failure
+  }
+}
+
 // SUNDIALS' serial vector operations, replaced by ones compiled with optimisation (Debian builds
 // SUNDIALS at -O0; src/integrators/serial_vector_ops.hpp). The replacements must give the bits
 // SUNDIALS' own give, in each of N_VLinearSum's and N_VScale's cases and where the output is one
