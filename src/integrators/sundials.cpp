@@ -181,9 +181,11 @@ class ArkodeErk final : public SundialsBase {
     if (!own_dense_output_) {
       evolve(t_out, ARK_NORMAL, y);
     } else {
-      if (t_out < dense_.t0())  // ARK_NORMAL refuses it too; the interpolant would extrapolate
-        throw std::invalid_argument(name_ + ": t_out = " + std::to_string(t_out) +
-                                    " is before the last step, which started at t = " + std::to_string(dense_.t0()));
+      if (t_out < dense_.t0()) {  // ARK_NORMAL refuses it too; the interpolant would extrapolate
+        std::ostringstream msg;
+        msg << name_ << ": t_out = " << t_out << " is before the last step, which started at t = " << dense_.t0();
+        throw std::invalid_argument(msg.str());
+      }
       for (long steps = 0; dense_.t1() < t_out; ++steps) {
         if (steps == opt_.max_steps) too_much_work();
         evolve(t_out, ARK_ONE_STEP, y);
