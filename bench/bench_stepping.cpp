@@ -11,6 +11,11 @@
 //   RecordedRun    a Simulator made and run_simulation of chain128 (dca, rk4, dt 1e-3, 1 s, a
 //                  sample every 10 steps) into a Recording: what Python's simulate() is compared
 //                  with.
+//   AdvanceOutputs advance_to over 1 s of chain128 under dca with its default dopri5, to an
+//                  output every 0.01 s (range 1) or to 0.01 s and 1 s only (range 0): the same
+//                  steps, so the difference is what 98 outputs inside steps cost (dopri5's own
+//                  interpolant: nothing but the interpolation; ARKODE's Hermite took one
+//                  right-hand side each, docs/benchmarks.md "Session 36").
 //
 //   build/bench/treedyn_bench_stepping --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -141,8 +146,30 @@ void RecordedRun(benchmark::State& state) {
   }
 }
 
+void AdvanceOutputs(benchmark::State& state) {
+  const ModelPtr model = share(make_chain(128, JointType::Spherical));
+  Simulator sim(model, "dca");
+  const bool every = state.range(0) == 1;
+  long rhs = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    sim.reset();
+    state.ResumeTiming();
+    sim.advance_to(0.01);  // the first output sizes the first step in both
+    if (every)
+      for (int k = 2; k <= 100; ++k) sim.advance_to(0.01 * k);
+    else
+      sim.advance_to(1.0);
+    benchmark::DoNotOptimize(sim.time());
+    rhs = sim.stats().rhs_evaluations;
+  }
+  state.SetLabel(every ? "an output every 0.01 s" : "outputs at 0.01 and 1 s");
+  state.counters["rhs_evaluations"] = static_cast<double>(rhs);
+}
+
 }  // namespace
 
+BENCHMARK(AdvanceOutputs)->DenseRange(0, 1)->Unit(benchmark::kMillisecond);
 BENCHMARK(Step7)->Unit(benchmark::kNanosecond);
 BENCHMARK(RecordedRun)->Unit(benchmark::kMillisecond);
 BENCHMARK(StepLoop)->DenseRange(0, 1)->Unit(benchmark::kMicrosecond);
