@@ -139,7 +139,7 @@ class SundialsBase : public Integrator {
 class ArkodeErk final : public SundialsBase {
  public:
   ArkodeErk(const std::string& name, OdeSystem& system, const IntegratorOptions& options)
-      : SundialsBase(name, system, options) {}
+      : SundialsBase(name, system, options), own_dense_output_(name == "dopri5") {}
   ~ArkodeErk() override {
     if (mem_) ERKStepFree(&mem_);
   }
@@ -152,7 +152,7 @@ class ArkodeErk final : public SundialsBase {
     step_start_ = t0;
     k1_ = nullptr;
     stage_calls_ = 0;
-    dense_.start(t0, y0);
+    if (own_dense_output_) dense_.start(t0, y0);  // bs23 holds no interpolant of its own
     dense_valid_ = true;
     if (mem_) {  // a restart keeps the settings
       if (ERKStepReInit(mem_, erk_rhs_callback, t0, y_) != ARK_SUCCESS) throw std::runtime_error("ARKODE: ERKStepReInit failed");
@@ -163,9 +163,8 @@ class ArkodeErk final : public SundialsBase {
     if (!mem_) throw std::runtime_error("ARKODE: ERKStepCreate failed");
     ERKStepSetUserData(mem_, this);
     ERKStepSetErrHandlerFn(mem_, error_callback, this);
-    const ARKODE_ERKTableID table = name_ == "dopri5" ? ARKODE_DORMAND_PRINCE_7_4_5 : ARKODE_BOGACKI_SHAMPINE_4_2_3;
+    const ARKODE_ERKTableID table = own_dense_output_ ? ARKODE_DORMAND_PRINCE_7_4_5 : ARKODE_BOGACKI_SHAMPINE_4_2_3;
     ERKStepSetTableNum(mem_, table);
-    own_dense_output_ = table == ARKODE_DORMAND_PRINCE_7_4_5;
     fsal_ = first_same_as_last(table);
     ERKStepWFtolerances(mem_, weights_callback);
     ERKStepSetMaxNumSteps(mem_, opt_.max_steps);
@@ -333,7 +332,7 @@ class ArkodeErk final : public SundialsBase {
   };
 
   void* mem_ = nullptr;
-  bool own_dense_output_ = false;  // dopri5: outputs from dopri5_dense.hpp
+  const bool own_dense_output_;    // dopri5 (else bs23): outputs from dopri5_dense.hpp
   dopri5::DenseOutput dense_;
   bool dense_valid_ = false;       // the last step's stages were found and dense_ holds it
   double step_start_ = 0.0;        // t_n of the step being taken
