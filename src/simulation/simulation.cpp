@@ -390,14 +390,19 @@ void judge(const Model& model, const JudgementOptions& options, double kinetic_m
   warn_if_failed(j, r.status);
 }
 
-/// Whether a run may go back to its start: a companion run for an error estimate (asked, or for
-/// a fixed step, or after a passage near a singular position of watched loops) or a retry at a
-/// smaller step (fixed steps). Only then is the start kept: a copy of every body's state, which
-/// for dca and hdca is also a forward-kinematics pass and a cache the Simulator keeps.
+/// Whether a run starts with a refined companion beside it: an error estimate asked for, or made
+/// by default for a fixed step.
+bool starts_with_companion(const Simulator& sim, const RunOptions& options) {
+  return options.estimate_error || (options.verify && fixed_step(sim));
+}
+
+/// Whether a run may go back to its start: a companion from the start (starts_with_companion), a
+/// companion after a passage near a singular position of watched loops, or a retry at a smaller
+/// step (fixed steps). Only then is the start kept: a copy of every body's state, which for dca
+/// and hdca is also a forward-kinematics pass and a cache the Simulator keeps.
 bool may_return_to_start(const Simulator& sim, const RunOptions& options) {
-  const bool fixed = fixed_step(sim);
-  return options.estimate_error || (options.choose_step && fixed) ||
-         (options.verify && (fixed || BranchWatch::watches(sim.model(), options.judge.branch)));
+  return starts_with_companion(sim, options) || (options.choose_step && fixed_step(sim)) ||
+         (options.verify && BranchWatch::watches(sim.model(), options.judge.branch));
 }
 
 /// `start` of a run that may return to it (may_return_to_start).
@@ -437,7 +442,7 @@ SimulationResult run_once(Simulator& sim, const RunOptions& options, const Syste
   result.step_tries = tries;
   Metrics metrics(model, &sim.inputs());
   std::unique_ptr<Simulator> companion;  // the error estimate's refined run, beside this one
-  if (options.estimate_error || (options.verify && fixed_step(sim))) {
+  if (starts_with_companion(sim, options)) {
     companion = refined_companion(sim, t0, kept(start), result.error_estimate);
     result.error_estimate.reason = options.estimate_error ? "asked" : "fixed step";
   }
