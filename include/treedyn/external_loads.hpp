@@ -67,6 +67,7 @@ class ExternalLoads {
   void clear_inputs();
 
   const Eigen::VectorXd& effort() const { return effort_; }
+  /// The wrench set on each body, or empty while none has been set.
   const std::vector<Vec6>& wrench() const { return wrench_; }
   bool has_function() const { return static_cast<bool>(function_); }
   /// True if anything is applied (non-zero inputs or a function).
@@ -99,6 +100,9 @@ class ExternalLoads {
   bool tracks_angles() const { return tracking_; }
 
  private:
+  /// q_ and qd_ at `bodies` (sized at the first call: a run without a function or inputs never
+  /// measures, and holds neither).
+  void measure(const SystemState& bodies) const;
   /// The function's output at (t, bodies), into output_ (after measuring q_, qd_).
   void call(double t, const SystemState& bodies) const;
   void check_output() const;
@@ -107,7 +111,7 @@ class ExternalLoads {
 
   std::shared_ptr<const CoordinateMap> map_;
   Eigen::VectorXd effort_;
-  std::vector<Vec6> wrench_;
+  std::vector<Vec6> wrench_;  // per body once a wrench is set (empty before: none)
   bool inputs_nonzero_ = false;
   LoadFunction function_;
   mutable Eigen::VectorXd reference_, q_, qd_;

@@ -19,10 +19,7 @@ Vec6 twist_of(const BodyState& b) {
 ExternalLoads::ExternalLoads(std::shared_ptr<const CoordinateMap> map)
     : map_(std::move(map)),
       effort_(Eigen::VectorXd::Zero(map_->nv())),
-      wrench_(static_cast<std::size_t>(map_->body_count()), Vec6::Zero()),
-      reference_(Eigen::VectorXd::Zero(map_->nq())),
-      q_(map_->nq()),
-      qd_(map_->nv()) {}
+      reference_(Eigen::VectorXd::Zero(map_->nq())) {}
 
 /// Throws std::invalid_argument naming the first non-finite entry of effort (entries from offset).
 void ExternalLoads::check_finite_effort(const Eigen::Ref<const Eigen::VectorXd>& effort, int offset) const {
@@ -56,6 +53,7 @@ void ExternalLoads::set_body_wrench(int body, const Vec3& force, const Vec3& tor
     throw std::invalid_argument("body wrench: no body with index " + std::to_string(body));
   if (!force.allFinite() || !torque.allFinite())
     throw std::invalid_argument("wrench on body '" + map_->body_name(body) + "': force and torque must be finite");
+  if (wrench_.empty()) wrench_.assign(static_cast<std::size_t>(map_->body_count()), Vec6::Zero());
   wrench_[static_cast<std::size_t>(body)] << force, torque;
   update_nonzero();
 }
@@ -71,8 +69,16 @@ void ExternalLoads::clear_inputs() {
   inputs_nonzero_ = false;
 }
 
-void ExternalLoads::call(double t, const SystemState& bodies) const {
+void ExternalLoads::measure(const SystemState& bodies) const {
+  if (q_.size() != map_->nq()) {  // the first measure: nothing holds them before
+    q_.resize(map_->nq());
+    qd_.resize(map_->nv());
+  }
   map_->measure(bodies, q_, qd_, &reference_);
+}
+
+void ExternalLoads::call(double t, const SystemState& bodies) const {
+  measure(bodies);
   output_.effort.setZero(map_->nv());
   output_.wrench.assign(bodies.size(), Vec6::Zero());
   function_(LoadState{t, q_, qd_, bodies}, output_);
@@ -108,7 +114,7 @@ void ExternalLoads::add_to(double t, const SystemState& bodies, std::vector<Vec6
 
 double ExternalLoads::power(double t, const SystemState& bodies) const {
   if (!active()) return 0.0;
-  map_->measure(bodies, q_, qd_, &reference_);
+  measure(bodies);
   double p = 0.0;
   if (inputs_nonzero_) {
     p += effort_.dot(qd_);

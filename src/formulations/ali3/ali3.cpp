@@ -54,7 +54,6 @@ class Ali3 final : public Formulation {
         state_(initial_state(model_)),
         bodies_(static_cast<std::size_t>(n_)),
         block_loads_(static_cast<std::size_t>(ctx_.constraints.block_count())),
-        wrenches_(static_cast<std::size_t>(n_)),
         lambda_(Eigen::VectorXd::Zero(ctx_.constraints.rows())) {
     check(options);
     default_alpha_ = ali3_penalty(model_, ctx_.topology, options_.dt);
@@ -228,7 +227,7 @@ class Ali3 final : public Formulation {
   /// The applied loads that couple bodies (springs, forces, actuators), for every body before a
   /// pass. With gravity alone there is nothing to do: applied_wrench takes each body's weight.
   void evaluate_loads(double t) {
-    if (!ctx_.loads.gravity_only()) ctx_.loads.evaluate(t, state_, wrenches_);
+    if (!ctx_.loads.gravity_only()) ctx_.loads.evaluate(t, state_, wrenches_);  // sizes wrenches_ the first time
   }
 
   /// The applied wrench on body i (after evaluate_loads): its weight alone with gravity alone.
@@ -563,7 +562,7 @@ class Ali3 final : public Formulation {
   SystemState state_;
   std::vector<BodyData> bodies_;
   std::vector<JointBlocks::BlockLoads> block_loads_;  // per block, J' lambda at the Newton pass's iterate (joint_rows)
-  std::vector<Vec6> wrenches_;
+  std::vector<Vec6> wrenches_;  // applied wrenches; empty until loads other than gravity are evaluated
   std::vector<Mat3> inertia_inverse_;  // J^-1 per body, for the closed-form tangent
   std::vector<Mat7> M_check_;          // M_c per body of the last full pass, only with geometric stiffness
   std::vector<Mat7> K_full_;           // (h^2/4) M_cc^-1 per body, only with geometric stiffness
