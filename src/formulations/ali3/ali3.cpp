@@ -421,7 +421,8 @@ class Ali3 final : public Formulation {
     timer_.mark(2);
     t_ = t;
     ++stats_.steps;
-    check_finite("the step");
+    if (options_.project_accelerations) note_norm_errors("the step");  // the projection's leaves measured them
+    else check_finite("the step");
     if (ctx_.loads.measures_angles()) ctx_.loads.update_angle_references(state_);
   }
 
@@ -525,26 +526,39 @@ class Ali3 final : public Formulation {
   /// Step 5: M_cc qdd + (h^2/4) Phi_q' kappa = M_c qdd* + (h^2/4) Psi_q' alpha nu,
   /// kappa = alpha (Phi_q qdd - gamma) (Eqs. 55-69), on the velocity projection's tangent unless
   /// `build` (no velocity projection this step).
+  /// Each leaf, its body's state complete, also measures it for note_norm_errors (one sweep over
+  /// the bodies less than a separate check_finite).
   void project_accelerations(double t, double h, bool build) {
     const double s = 0.25 * h * h;
-    solve_tree(build, t, h, Level::Acceleration, &BodyData::qdd, [&](int i) -> Vec7 {  // xi (Eq. 60)
-      const BodyData& b = body(i);
-      Vec7 x = mass_c_times(i, b.qdd);
-      x.tail<4>() -= s * options_.alpha * b.qd.tail<4>().squaredNorm() * b.q.tail<4>();
-      return K_times(i, x) / s;
-    });
+    solve_tree(
+        build, t, h, Level::Acceleration, &BodyData::qdd,
+        [&](int i) -> Vec7 {  // xi (Eq. 60)
+          const BodyData& b = body(i);
+          Vec7 x = mass_c_times(i, b.qdd);
+          x.tail<4>() -= s * options_.alpha * b.qd.tail<4>().squaredNorm() * b.q.tail<4>();
+          return K_times(i, x) / s;
+        },
+        [&](int i) { measure_norm_error(i); });
     ++stats_.projections;
   }
 
-  /// Stops the run at a non-finite state; keeps the largest |p'p - 1| (the normalisation
-  /// constraint, Eq. 4, which the penalty enforces only approximately).
+  /// Body i's |p'p - 1| (the normalisation constraint, Eq. 4, which the penalty enforces only
+  /// approximately) into per_body_, or NaN if its state is not finite.
+  void measure_norm_error(int i) {
+    const BodyData& b = body(i);
+    per_body_[static_cast<std::size_t>(i)] = b.q.allFinite() && b.qd.allFinite() && b.qdd.allFinite()
+                                                 ? std::abs(b.q.tail<4>().squaredNorm() - 1.0)
+                                                 : NAN;
+  }
+
+  /// Stops the run at a non-finite state; keeps the largest |p'p - 1|.
   void check_finite(const char* what) {
-    ctx_.parallel.for_each(n_, [&](int i) {
-      const BodyData& b = body(i);
-      per_body_[static_cast<std::size_t>(i)] = b.q.allFinite() && b.qd.allFinite() && b.qdd.allFinite()
-                                                   ? std::abs(b.q.tail<4>().squaredNorm() - 1.0)
-                                                   : NAN;
-    });
+    ctx_.parallel.for_each(n_, [&](int i) { measure_norm_error(i); });
+    note_norm_errors(what);
+  }
+
+  /// check_finite's verdict on the measures in per_body_, in body order whatever the threads.
+  void note_norm_errors(const char* what) {
     for (int i = 0; i < n_; ++i) {
       const double norm_error = per_body_[static_cast<std::size_t>(i)];
       if (std::isnan(norm_error))
