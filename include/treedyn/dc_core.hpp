@@ -97,7 +97,8 @@ struct Types {
 /// (edit_G_p(), edit_G_c()) and kept, so that a pass that rewrites them allocates nothing (a
 /// joint whose row count grows gets a larger block, its rows kept). Unit rows (below) have none:
 /// a spherical chain's joints are 80 bytes each, and the pass reads r and the flags from
-/// contiguous memory. Copies are deep.
+/// contiguous memory. Arm rows (below) keep only their two arms there (6 numbers where G takes 36).
+/// Copies are deep.
 template <class S, int Dim>
 struct JointRows {
   using RowsMat = typename Types<S, Dim>::RowsMat;
@@ -113,15 +114,25 @@ struct JointRows {
   /// clears it). Loop rows, written in place, are never flagged.
   /// (Cleared by hand, rows that were unit rows read as zero until written.)
   bool unit_rows = false;
+  /// A ball joint's rows in absolute (centre-of-mass twist) coordinates, held as its two arms l_p,
+  /// l_c (the joint's point less each body's centre of mass, global): G = s [I, -skew(l)] on each
+  /// side, s = unit_sign (-1 on the p side), 3 rows, Dim 6 only. The kernels apply them by cross
+  /// products; G_p() and G_c() refuse them (no G is stored): arm_G() writes one out. Only
+  /// set_arm_rows sets the flag; reset() clears it.
+  bool arm_rows = false;
 
   JointRows() = default;
-  JointRows(const JointRows& o) : r(o.r), compliance(o.compliance), rows(o.rows), unit_rows(o.unit_rows) { copy_G(o); }
+  JointRows(const JointRows& o)
+      : r(o.r), compliance(o.compliance), rows(o.rows), unit_rows(o.unit_rows), arm_rows(o.arm_rows) {
+    copy_G(o);
+  }
   JointRows& operator=(const JointRows& o) {  // into the storage held (a pass's copy allocates nothing)
     if (this == &o) return *this;
     r = o.r;
     compliance = o.compliance;
     rows = o.rows;
     unit_rows = o.unit_rows;
+    arm_rows = o.arm_rows;
     copy_G(o);
     return *this;
   }
@@ -133,6 +144,34 @@ struct JointRows {
   /// their count changes.
   ConstRowsMap G_p() const { return read(true); }
   ConstRowsMap G_c() const { return read(false); }
+  /// Arm rows: a ball joint's 3 rows, G = s [I, -skew(l)] on each side (see arm_rows), r zero.
+  void set_arm_rows(const Vec3T<S>& l_p, const Vec3T<S>& l_c) {
+    static_assert(Dim == 6, "JointRows: arm rows are spatial");
+    r.setZero();
+    unit_rows = arm_rows = false;
+    rows = 1;  // the storage's: one row a side holds both arms (write() keeps G_ when it is larger)
+    S* arms = write();
+    rows = 3;
+    arm_rows = true;
+    Eigen::Map<Vec3T<S>> to_p(arms), to_c(arms + 3);
+    to_p = l_p;
+    to_c = l_c;
+  }
+  /// The arm of one side (arm rows).
+  Eigen::Map<const Vec3T<S>> arm(bool p_side) const {
+    assert(arm_rows);
+    return Eigen::Map<const Vec3T<S>>(G_.get() + (p_side ? 0 : 3));
+  }
+  /// One side's arm rows written out as G (3 x Dim), for a kernel that multiplies by G.
+  void arm_G(bool p_side, RowsMat& G) const {
+    assert(arm_rows);
+    if constexpr (Dim == 6) {
+      const S s = unit_sign(p_side);
+      G.setZero();
+      G.template block<3, 3>(0, 0) = s * Mat3T<S>::Identity();
+      G.template block<3, 3>(0, 3) = -s * skew(Vec3T<S>(arm(p_side)));
+    }
+  }
   /// The sign of unit rows on each side: G_p = -[I 0], G_c = [I 0].
   static S unit_sign(bool p_side) { return p_side ? S(-1) : S(1); }
   /// For writing them, `rows` x Dim (made zero on first use; set `rows` first). Not for unit
@@ -146,6 +185,7 @@ struct JointRows {
     r.setZero();
     rows = n;
     unit_rows = false;
+    arm_rows = false;
   }
   /// True when these are the unit rows set_tree_rows found for n rows and `unit_at_every_state`
   /// says D stays [I; 0] (the caller knows it: TreeJoint::unit_constraints, a spherical or fixed
@@ -196,7 +236,7 @@ struct JointRows {
 
   /// G_ with room for `rows` rows a side; a joint's rows kept when it grows (the rest zero).
   S* write() {
-    assert(!unit_rows && "JointRows: unit rows are not written in place; reset() them first");
+    assert(!unit_rows && !arm_rows && "JointRows: unit and arm rows are not written in place; reset() them first");
     assert(rows >= 0 && rows <= Dim);
     if (!G_ || capacity_ < rows) {
       std::unique_ptr<S[]> grown(new S[static_cast<std::size_t>(2 * rows * Dim)]());
@@ -209,6 +249,7 @@ struct JointRows {
     return G_.get();
   }
   ConstRowsMap read(bool p_side) const {
+    if (arm_rows) throw std::logic_error("dc::JointRows: arm rows hold no G (arm_G() writes it out)");
     if (unit_rows) return ConstRowsMap(kUnit[static_cast<std::size_t>(rows)][p_side ? 1 : 0].data(), rows, Dim);
     if (!G_ || capacity_ < rows) return ConstRowsMap(kUnit[0][0].data(), rows, Dim);  // kUnit[0]: zero (rows never written)
     return ConstRowsMap(G_.get() + (p_side ? 0 : capacity_ * Dim), rows, Dim);
@@ -465,6 +506,12 @@ class HandleTree {
     const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(leaf.handles()[static_cast<std::size_t>(i)])];
     const bool p = leaf.holds_p()[static_cast<std::size_t>(i)] != 0;
     S* out = leaf.b_hat().data() + leaf.o(i);
+    if constexpr (arm_sized(Eigen::Dynamic))
+      if (j.arm_rows) {
+        Eigen::Map<Vec3T<S>> b_hat_i(out);
+        b_hat_i = arm_project(j, p, b_i);
+        return;
+      }
     if (j.unit_rows) {
       for (int k = 0; k < j.rows; ++k) out[k] = unit_sign(p) * b_i(k);
       return;
@@ -637,6 +684,8 @@ class HandleTree {
     const int m = rows_at(c, a);
     const JointRows<S, Dim>& ja = rows[static_cast<std::size_t>(c.handles()[static_cast<std::size_t>(a)])];
     const bool pa = c.holds_p()[static_cast<std::size_t>(a)] != 0;
+    if constexpr (arm_sized(R))
+      if (ja.arm_rows) return Rows<R, 1>(arm_project(ja, pa, v));
     if (!ja.unit_rows) return rows_of(ja, pa).template block<R, Dim>(0, 0, m, Dim) * v;
     Rows<R, 1> out(m);  // element by element: GCC 12 warns, wrongly, of packet reads past a float 3-vector
     for (int i = 0; i < m; ++i) out(i) = unit_sign(pa) * v(i);
@@ -645,6 +694,8 @@ class HandleTree {
   /// f = G' lambda for a joint's rows on one side, lambda its first j.rows entries (load_into,
   /// joint_load); a ball joint's unit rows by halves (load_into's note).
   static void rows_load(const JointRows<S, Dim>& j, bool p_side, const S* lambda, Vec& f) {
+    if constexpr (arm_sized(Eigen::Dynamic))
+      if (j.arm_rows) return arm_load(j, p_side, Eigen::Map<const Vec3T<S>>(lambda), f);
     if (j.unit_rows) {
       if constexpr (Dim == 6)
         if (j.rows == 3) {
@@ -666,6 +717,11 @@ class HandleTree {
     const JointRows<S, Dim>& ja = rows[static_cast<std::size_t>(c.handles()[static_cast<std::size_t>(a)])];
     const bool pa = c.holds_p()[static_cast<std::size_t>(a)] != 0;
     Vec f;
+    if constexpr (arm_sized(R))
+      if (ja.arm_rows) {
+        arm_load(ja, pa, lambda.template head<3>(), f);
+        return f;
+      }
     if (ja.unit_rows) {
       f.setZero();
       for (Eigen::Index i = 0; i < m; ++i) f(i) = unit_sign(pa) * lambda(i);  // as in project()
@@ -673,6 +729,34 @@ class HandleTree {
       f.noalias() = rows_of(ja, pa).template block<R, Dim>(0, 0, m, Dim).transpose() * lambda;
     }
     return f;
+  }
+  /// Whether a kernel whose rows are R (fixed, or Eigen::Dynamic) may meet arm rows: 3 rows, in
+  /// space, in double (the only scalar ali3 runs in; no kernel is compiled for the others).
+  static constexpr bool arm_sized(int R) { return Dim == 6 && std::is_same_v<S, double> && (R == 3 || R == Eigen::Dynamic); }
+  /// Arm rows (JointRows::arm_rows), G = s [I, -L] with L = skew(l): G v = s (v_v - l x v_w).
+  static Vec3T<S> arm_project(const JointRows<S, Dim>& j, bool p_side, const Vec& v) {
+    const Vec3T<S> l = j.arm(p_side);
+    return unit_sign(p_side) * (Vec3T<S>(v.template head<3>()) - l.cross(Vec3T<S>(v.template tail<3>())));
+  }
+  /// ... and G' lambda = s [lambda; l x lambda] (L' = -L).
+  template <class Derived>
+  static void arm_load(const JointRows<S, Dim>& j, bool p_side, const Eigen::MatrixBase<Derived>& lambda, Vec& f) {
+    const Vec3T<S> l = j.arm(p_side), x = lambda;
+    const S s = unit_sign(p_side);
+    f.template head<3>() = s * x;
+    f.template tail<3>() = s * l.cross(x);
+  }
+  /// ... and G_a K G_b' = s_a s_b (P + Q L_b) with [P, Q] = [I, -L_a] K: P = K11 - L_a K21,
+  /// Q = K12 - L_a K22 (L_a X: l_a x each column of X), and row i of Q L_b is q_i x l_b.
+  static Mat3T<S> arm_k(const JointRows<S, Dim>& ja, bool pa, const Mat& K, const JointRows<S, Dim>& jb, bool pb) {
+    const Vec3T<S> la = ja.arm(pa), lb = jb.arm(pb);
+    Mat3T<S> P, Q;
+    for (int c = 0; c < 3; ++c) {
+      P.col(c) = K.template block<3, 1>(0, c) - la.cross(Vec3T<S>(K.template block<3, 1>(3, c)));
+      Q.col(c) = K.template block<3, 1>(0, 3 + c) - la.cross(Vec3T<S>(K.template block<3, 1>(3, 3 + c)));
+    }
+    for (int i = 0; i < 3; ++i) P.row(i) += Vec3T<S>(Q.row(i).transpose()).cross(lb).transpose();
+    return (unit_sign(pa) * unit_sign(pb)) * P;
   }
   /// dispatch_rows for one count M.
   template <int M, class F>

@@ -69,6 +69,9 @@ struct PointBlock {
   int parent = kGround, child = kGround;
   Vec3 phi = Vec3::Zero(), phi_t = Vec3::Zero(), gamma;
   Rows J_P, J_C;
+  /// The joint's point less each centre of mass (global), with the Jacobians: J_P = [-I, skew(arm_P)],
+  /// J_C = [I, -skew(arm_C)] (dc::JointRows::set_arm_rows holds the rows so).
+  Vec3 arm_P, arm_C;
   static constexpr int size() { return 3; }
 };
 

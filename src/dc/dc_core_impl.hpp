@@ -341,9 +341,27 @@ template <int RA, int RB, class Out>
   const JointRows<S, Dim>& ja = rows[static_cast<std::size_t>(c.handles()[static_cast<std::size_t>(a)])];
   const JointRows<S, Dim>& jb = rows[static_cast<std::size_t>(c.handles()[static_cast<std::size_t>(b)])];
   const bool pa = c.holds_p()[static_cast<std::size_t>(a)] != 0, pb = c.holds_p()[static_cast<std::size_t>(b)] != 0;
-  if (ja.unit_rows && jb.unit_rows) out = (unit_sign(pa) * unit_sign(pb)) * K.template block<RA, RB>(0, 0, ma, mb);
-  else  // into out itself, as k_rows' return value was made: out is the parent's, K and G the child's
-    out.noalias() = rows_of(ja, pa).template block<RA, Dim>(0, 0, ma, Dim) * K * rows_of(jb, pb).template block<RB, Dim>(0, 0, mb, Dim).transpose();
+  if (ja.unit_rows && jb.unit_rows) {
+    out = (unit_sign(pa) * unit_sign(pb)) * K.template block<RA, RB>(0, 0, ma, mb);
+    return;
+  }
+  if constexpr (arm_sized(Eigen::Dynamic))
+    if (ja.arm_rows || jb.arm_rows) {
+      if constexpr (arm_sized(RA) && arm_sized(RB))
+        if (ja.arm_rows && jb.arm_rows) {
+          out = arm_k(ja, pa, K, jb, pb);
+          return;
+        }
+      typename T::RowsMat Ga, Gb;  // one side's arm rows beside other rows: written out (loops of ball joints)
+      if (ja.arm_rows) ja.arm_G(pa, Ga);
+      else Ga.topRows(ma) = rows_of(ja, pa).topRows(ma);
+      if (jb.arm_rows) jb.arm_G(pb, Gb);
+      else Gb.topRows(mb) = rows_of(jb, pb).topRows(mb);
+      out.noalias() = Ga.template block<RA, Dim>(0, 0, ma, Dim) * K * Gb.template block<RB, Dim>(0, 0, mb, Dim).transpose();
+      return;
+    }
+  // into out itself, as k_rows' return value was made: out is the parent's, K and G the child's
+  out.noalias() = rows_of(ja, pa).template block<RA, Dim>(0, 0, ma, Dim) * K * rows_of(jb, pb).template block<RB, Dim>(0, 0, mb, Dim).transpose();
 }
 
 template <class S, int Dim>

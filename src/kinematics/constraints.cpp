@@ -4,6 +4,7 @@
 // value, its Jacobian with respect to both body twists, and the quadratic velocity term Jdot V.
 #include <cmath>
 #include <stdexcept>
+#include <type_traits>
 #include <string>
 
 #include "treedyn/kinematics.hpp"
@@ -48,6 +49,10 @@ void point_rows(const JointGeometry& g, Block& b, int row, ConstraintParts parts
     b.J_P.template block<3, 3>(row, 3) = skew(g.s_P);
     b.J_C.template block<3, 3>(row, 0) = Mat3::Identity();
     b.J_C.template block<3, 3>(row, 3) = -skew(g.s_C);
+    if constexpr (std::is_same_v<Block, PointBlock>) {
+      b.arm_P = g.s_P;
+      b.arm_C = g.s_C;
+    }
   }
   if (parts.gamma) b.gamma.template segment<3>(row) = -g.centripetal();
 }

@@ -450,6 +450,57 @@ TEST(TreeSolve, UnitRowsGiveTheNumbersOfTheMultipliedRowsBitForBit) {
   }
 }
 
+// A ball joint's absolute rows G_p = [-I, skew(l_p)], G_c = [I, -skew(l_c)] held as their arms
+// (JointRows::set_arm_rows, what ali3 puts in the tree) are applied by cross products instead of
+// products with G. Random graphs of every joint type with Shared leaves (ali3's), ball joints in
+// the tree, in loops and repeated (redundant rows), hard and compliant: arm_G() writes out the
+// very rows, and the solution is the written-out rows' to round-off (the same products summed in
+// another order: 1e-12 of the largest entry, where both are about 1e-15 off) and the dense one,
+// in full and bias-only passes.
+TEST(TreeSolve, ArmRowsGiveTheNumbersOfTheRowsTheyHold) {
+  std::mt19937 rng(77);
+  int held_as_arms = 0;
+  for (int trial = 0; trial < 16; ++trial) {
+    const Model m = random_graph(3 + trial % 7, trial % 3, trial % 4 == 3 ? 1 : 0, rng);
+    const AssemblyTree tree(m, Topology(m), 1);
+    const Problem written = random_problem(m, true, trial % 2 == 0 ? 0.0 : 1e-4, rng);
+    Problem arms = written;
+    for (std::size_t j = 0; j < m.joints.size(); ++j) {
+      if (m.joints[j].type != JointType::Spherical) continue;
+      Rows& r = arms.rows[j];
+      const Eigen::Matrix<double, 3, 6> G_p = r.G_p().topRows(3), G_c = r.G_c().topRows(3);
+      const Vec3 l_p(G_p(2, 4), G_p(0, 5), G_p(1, 3)), l_c(-G_c(2, 4), -G_c(0, 5), -G_c(1, 3));
+      const Vec6 r_held = r.r;
+      const double compliance = r.compliance;
+      r.set_arm_rows(l_p, l_c);
+      r.r = r_held;
+      r.compliance = compliance;
+      Tree::T::RowsMat G;
+      r.arm_G(false, G);
+      EXPECT_EQ(Eigen::MatrixXd(G.topRows(3)), Eigen::MatrixXd(G_c)) << "trial " << trial << ", joint " << j;
+      if (written.sides[j].body_p != kGround) {
+        r.arm_G(true, G);
+        EXPECT_EQ(Eigen::MatrixXd(G.topRows(3)), Eigen::MatrixXd(G_p)) << "trial " << trial << ", joint " << j;
+      }
+      EXPECT_THROW(r.G_c(), std::logic_error);  // no G is held to read
+      ++held_as_arms;
+    }
+    Tree arm_core(tree, arms.sides, InverseMethod::Cholesky, dc::LeafBlocks::Shared);
+    Tree written_core(tree, written.sides, InverseMethod::Cholesky, dc::LeafBlocks::Shared);
+    for (const bool bias_only : {false, true}) {
+      const std::string what = "trial " + std::to_string(trial) + (bias_only ? ", bias only" : "");
+      const TreeResult with_arms = tree_solve(m, arms, true, Parallel{}, arm_core, bias_only);
+      const TreeResult with_G = tree_solve(m, written, true, Parallel{}, written_core, bias_only);
+      double scale = 1.0;
+      for (const Vec6& x : with_G.x) scale = std::max(scale, x.cwiseAbs().maxCoeff());
+      for (std::size_t i = 0; i < with_G.x.size(); ++i)
+        EXPECT_LT((with_arms.x[i] - with_G.x[i]).cwiseAbs().maxCoeff(), 1e-12 * scale) << what << ", body " << i;
+      expect_matches_dense(m, written, with_arms, what);  // the same system, its G written out
+    }
+  }
+  EXPECT_GT(held_as_arms, 10);  // the trials did hold ball joints so
+}
+
 // set_tree_rows keeps rows it finds flagged as the unit rows of the same D (a spherical joint's,
 // pass after pass) and clears only r; any other D, or another row count, rewrites G_p and G_c.
 TEST(TreeSolve, TreeRowsSetAgainAreTheRowsOfTheNewSubspace) {

@@ -137,6 +137,12 @@ TEST(Constraints, APointBlockIsTheSphericalJointsBlockInFixedSizes) {
       if (parts.jacobians) {
         EXPECT_EQ(PointBlock::Rows(block.J_P), point.J_P) << k;
         EXPECT_EQ(PointBlock::Rows(block.J_C), point.J_C) << k;
+        // the arms the Jacobians are made of (dc::JointRows::set_arm_rows holds the rows so)
+        PointBlock::Rows from_arms;
+        from_arms << -Mat3::Identity(), skew(point.arm_P);
+        if (point.parent != kGround) EXPECT_EQ(from_arms, point.J_P) << k;
+        from_arms << Mat3::Identity(), -skew(point.arm_C);
+        EXPECT_EQ(from_arms, point.J_C) << k;
       }
       if (parts.gamma) {
         EXPECT_EQ(Vec3(block.gamma), point.gamma) << k;

@@ -215,7 +215,7 @@ class Ali3 final : public Formulation {
           }
           return V(b.gamma);
         },
-        newton ? &lambda_ : nullptr, newton ? &block_loads_ : nullptr);
+        newton ? &lambda_ : nullptr, newton ? &block_loads_ : nullptr, /*arm_rows=*/true);
   }
 
 

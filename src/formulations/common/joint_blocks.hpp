@@ -76,16 +76,29 @@ class JointBlocks {
   /// numbers), any other through a ConstraintBlock, so `rhs` and `to_coords` take either block's
   /// types (rhs reads phi, phi_t or gamma). `lambda` and `loads` are given together or not at
   /// all; parts.jdot is not asked for (nothing is allocated).
+  ///
+  /// With `arm_rows` (twist coordinates: to_coords the identity), a joint whose rows are a
+  /// spherical joint's own block alone is held as its arms (dc::JointRows::set_arm_rows: the
+  /// same G, 6 numbers where G takes 36); any other joint's rows as G.
   template <int Dim, class ToCoords, class Rhs>
   void evaluate_rows(int joint, double t, const SystemState& state, ConstraintParts parts, bool jacobians,
                      dc::JointRows<double, Dim>& jr, ToCoords&& to_coords, Rhs&& rhs,
-                     const Eigen::VectorXd* lambda = nullptr, std::vector<BlockLoads>* loads = nullptr) const {
+                     const Eigen::VectorXd* lambda = nullptr, std::vector<BlockLoads>* loads = nullptr,
+                     bool arm_rows = false) const {
     assert((lambda == nullptr) == (loads == nullptr) && "JointBlocks::evaluate_rows: lambda and loads go together");
     assert(!parts.jdot);
     if (rows(joint) == 0) return;
     if (jacobians) reset_rows(joint, jr);
+    const bool arms = arm_rows && blocks_of(joint).size() == 1;
     for_each_block(joint, [&](int k, int at, int m) {
       auto fill_and_load = [&](const auto& block) {
+        if constexpr (Dim == 6 && std::is_same_v<std::decay_t<decltype(block)>, PointBlock>)
+          if (arms) {
+            if (jacobians) jr.set_arm_rows(block.arm_P, block.arm_C);
+            jr.r.template head<3>() = rhs(block);
+            if (loads) block_load(k, block, *lambda, (*loads)[static_cast<std::size_t>(k)]);
+            return;
+          }
         fill_block(block, at, m, jacobians, jr, to_coords, rhs);
         if (loads) block_load(k, block, *lambda, (*loads)[static_cast<std::size_t>(k)]);
       };
