@@ -97,7 +97,8 @@ struct Types {
 /// (edit_G_p(), edit_G_c()) and kept, so that a pass that rewrites them allocates nothing (a
 /// joint whose row count grows gets a larger block, its rows kept). Unit rows (below) have none:
 /// a spherical chain's joints are 80 bytes each, and the pass reads r and the flags from
-/// contiguous memory. Arm rows (below) keep only their two arms there (6 numbers where G takes 36).
+/// contiguous memory. Arm rows (below) keep only their arms and axes there (12 numbers at most,
+/// where G takes 36 for a ball joint and 60 for a revolute one).
 /// Copies are deep.
 template <class S, int Dim>
 struct JointRows {
@@ -114,12 +115,15 @@ struct JointRows {
   /// clears it). Loop rows, written in place, are never flagged.
   /// (Cleared by hand, rows that were unit rows read as zero until written.)
   bool unit_rows = false;
-  /// A ball joint's rows in absolute (centre-of-mass twist) coordinates, held as its two arms l_p,
-  /// l_c (the joint's point less each body's centre of mass, global): G = s [I, -skew(l)] on each
-  /// side, s = unit_sign (-1 on the p side), 3 rows, Dim 6 only. The kernels apply them by cross
-  /// products; G_p() and G_c() refuse them (no G is stored): arm_G() writes one out. Only
-  /// set_arm_rows sets the flag; reset() clears it.
+  /// A joint's rows in absolute (centre-of-mass twist) coordinates that keep a point together and
+  /// at most two axes perpendicular (ball, universal and revolute joints), held as the two arms
+  /// l_p, l_c (the joint's point less each body's centre of mass, global) and the k = rows - 3
+  /// axis rows w_i: on each side G = s [I, -skew(l); 0, W], W's rows w_i', s = unit_sign (-1 on
+  /// the p side), Dim 6 only. The kernels apply them by cross and dot products; G_p() and G_c()
+  /// refuse them (no G is stored): arm_G() writes one out. Only set_arm_rows and hold_as_arms set
+  /// the flag; reset() clears it.
   bool arm_rows = false;
+  static constexpr int kMaxArmAxes = 2;
 
   JointRows() = default;
   JointRows(const JointRows& o)
@@ -144,25 +148,48 @@ struct JointRows {
   /// their count changes.
   ConstRowsMap G_p() const { return read(true); }
   ConstRowsMap G_c() const { return read(false); }
-  /// Arm rows: a ball joint's 3 rows, G = s [I, -skew(l)] on each side (see arm_rows), r zero.
+  /// Arm rows without axes: a ball joint's 3 rows, G = s [I, -skew(l)] on each side (see
+  /// arm_rows), r zero.
   void set_arm_rows(const Vec3T<S>& l_p, const Vec3T<S>& l_c) {
-    static_assert(Dim == 6, "JointRows: arm rows are spatial");
-    r.setZero();
-    unit_rows = arm_rows = false;
-    rows = 1;  // the storage's: one row a side holds both arms (write() keeps G_ when it is larger)
-    S* arms = write();
-    rows = 3;
-    arm_rows = true;
+    S* arms = arm_storage(3);
     Eigen::Map<Vec3T<S>> to_p(arms), to_c(arms + 3);
     to_p = l_p;
     to_c = l_c;
+  }
+  /// Holds a joint's n rows G_p = J_p, G_c = J_c (n x Dim, J_p unread if `p_grounded`) as arm rows
+  /// if they have that form exactly: J_c = [I, -skew(l_c); 0, W], J_p = -[I, -skew(l_p); 0, W]
+  /// with the same W, 3 to 5 rows. Returns false, holding nothing, for any other rows. r zero.
+  template <class DP, class DC>
+  bool hold_as_arms(const Eigen::MatrixBase<DP>& J_p, const Eigen::MatrixBase<DC>& J_c, int n, bool p_grounded) {
+    if constexpr (Dim != 6) {
+      return false;
+    } else {
+      if (n < 3 || n > 3 + kMaxArmAxes) return false;
+      Vec3T<S> l_p = Vec3T<S>::Zero(), l_c;
+      if (!point_rows_arm(J_c, S(1), l_c) || (!p_grounded && !point_rows_arm(J_p, S(-1), l_p))) return false;
+      for (int i = 3; i < n; ++i)
+        for (int c = 0; c < 3; ++c)
+          if (J_c(i, c) != S(0) || (!p_grounded && (J_p(i, c) != S(0) || J_p(i, 3 + c) != -J_c(i, 3 + c)))) return false;
+      S* arms = arm_storage(n);
+      Eigen::Map<Vec3T<S>> to_p(arms), to_c(arms + 3);
+      to_p = l_p;
+      to_c = l_c;
+      for (int i = 3; i < n; ++i)
+        for (int c = 0; c < 3; ++c) arms[6 + 3 * (i - 3) + c] = J_c(i, 3 + c);
+      return true;
+    }
   }
   /// The arm of one side (arm rows).
   Eigen::Map<const Vec3T<S>> arm(bool p_side) const {
     assert(arm_rows);
     return Eigen::Map<const Vec3T<S>>(G_.get() + (p_side ? 0 : 3));
   }
-  /// One side's arm rows written out as G (3 x Dim), for a kernel that multiplies by G.
+  /// Axis row w_i (i < rows - 3) of arm rows, the same on both sides (G's angular part s w_i').
+  Eigen::Map<const Vec3T<S>> axis(int i) const {
+    assert(arm_rows && i >= 0 && i < rows - 3);
+    return Eigen::Map<const Vec3T<S>>(G_.get() + 6 + 3 * i);
+  }
+  /// One side's arm rows written out as G (rows x Dim), for a kernel that multiplies by G.
   void arm_G(bool p_side, RowsMat& G) const {
     assert(arm_rows);
     if constexpr (Dim == 6) {
@@ -170,6 +197,7 @@ struct JointRows {
       G.setZero();
       G.template block<3, 3>(0, 0) = s * Mat3T<S>::Identity();
       G.template block<3, 3>(0, 3) = -s * skew(Vec3T<S>(arm(p_side)));
+      for (int i = 3; i < rows; ++i) G.template block<1, 3>(i, 3) = s * axis(i - 3).transpose();
     }
   }
   /// The sign of unit rows on each side: G_p = -[I 0], G_c = [I 0].
@@ -227,6 +255,28 @@ struct JointRows {
     }
     edit_G_c().topRows(n) = D.transpose();
     edit_G_p().topRows(n) = -D.transpose();
+  }
+
+  /// Sets the flag and n rows, r zero, and returns room for 6 + 3 (n - 3) numbers (arms, then axes).
+  S* arm_storage(int n) {
+    static_assert(Dim == 6, "JointRows: arm rows are spatial");
+    r.setZero();
+    unit_rows = arm_rows = false;
+    rows = 1;  // the storage's: one row a side (2 Dim numbers) holds arms and two axes; write() keeps G_ when larger
+    S* arms = write();
+    rows = n;
+    arm_rows = true;
+    return arms;
+  }
+  /// Whether J's first 3 rows are s [I, -skew(l)] exactly, and l.
+  template <class D>
+  static bool point_rows_arm(const Eigen::MatrixBase<D>& J, S s, Vec3T<S>& l) {
+    for (int i = 0; i < 3; ++i)
+      for (int c = 0; c < 3; ++c)
+        if (J(i, c) != (i == c ? s : S(0))) return false;
+    if (J(0, 3) != S(0) || J(1, 4) != S(0) || J(2, 5) != S(0)) return false;
+    l = Vec3T<S>(-s * J(2, 4), -s * J(0, 5), -s * J(1, 3));  // -s skew(l): (2,4) = -s l_x, (0,5) = -s l_y, (1,3) = -s l_z
+    return J(1, 5) == -J(2, 4) && J(2, 3) == -J(0, 5) && J(0, 4) == -J(1, 3);
   }
 
   std::unique_ptr<S[]> G_;  // G_p's capacity_ rows, then G_c's, each Dim wide
@@ -508,8 +558,8 @@ class HandleTree {
     S* out = leaf.b_hat().data() + leaf.o(i);
     if constexpr (arm_sized(Eigen::Dynamic))
       if (j.arm_rows) {
-        Eigen::Map<Vec3T<S>> b_hat_i(out);
-        b_hat_i = arm_project(j, p, b_i);
+        typename Node::MapV b_hat_i(out, j.rows);
+        b_hat_i = arm_project<Eigen::Dynamic>(j, p, b_i);
         return;
       }
     if (j.unit_rows) {
@@ -680,12 +730,12 @@ class HandleTree {
   void base_loads(const std::vector<JointRows<S, Dim>>& rows);
   /// G_a v (m_a rows, R if fixed) at handle a of a node; unit rows take a block.
   template <int R = Eigen::Dynamic>
-  Rows<R, 1> project(const Node& c, int a, const Vec& v, const std::vector<JointRows<S, Dim>>& rows) const {
+  [[gnu::always_inline]] Rows<R, 1> project(const Node& c, int a, const Vec& v, const std::vector<JointRows<S, Dim>>& rows) const {
     const int m = rows_at(c, a);
     const JointRows<S, Dim>& ja = rows[static_cast<std::size_t>(c.handles()[static_cast<std::size_t>(a)])];
     const bool pa = c.holds_p()[static_cast<std::size_t>(a)] != 0;
     if constexpr (arm_sized(R))
-      if (ja.arm_rows) return Rows<R, 1>(arm_project(ja, pa, v));
+      if (ja.arm_rows) return arm_project<R>(ja, pa, v);
     if (!ja.unit_rows) return rows_of(ja, pa).template block<R, Dim>(0, 0, m, Dim) * v;
     Rows<R, 1> out(m);  // element by element: GCC 12 warns, wrongly, of packet reads past a float 3-vector
     for (int i = 0; i < m; ++i) out(i) = unit_sign(pa) * v(i);
@@ -695,7 +745,7 @@ class HandleTree {
   /// joint_load); a ball joint's unit rows by halves (load_into's note).
   static void rows_load(const JointRows<S, Dim>& j, bool p_side, const S* lambda, Vec& f) {
     if constexpr (arm_sized(Eigen::Dynamic))
-      if (j.arm_rows) return arm_load(j, p_side, Eigen::Map<const Vec3T<S>>(lambda), f);
+      if (j.arm_rows) return arm_load(j, p_side, Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>>(lambda, j.rows), f);
     if (j.unit_rows) {
       if constexpr (Dim == 6)
         if (j.rows == 3) {
@@ -719,7 +769,7 @@ class HandleTree {
     Vec f;
     if constexpr (arm_sized(R))
       if (ja.arm_rows) {
-        arm_load(ja, pa, lambda.template head<3>(), f);
+        arm_load(ja, pa, lambda, f);
         return f;
       }
     if (ja.unit_rows) {
@@ -730,33 +780,54 @@ class HandleTree {
     }
     return f;
   }
-  /// Whether a kernel whose rows are R (fixed, or Eigen::Dynamic) may meet arm rows: 3 rows, in
-  /// space, in double (the only scalar ali3 runs in; no kernel is compiled for the others).
-  static constexpr bool arm_sized(int R) { return Dim == 6 && std::is_same_v<S, double> && (R == 3 || R == Eigen::Dynamic); }
-  /// Arm rows (JointRows::arm_rows), G = s [I, -L] with L = skew(l): G v = s (v_v - l x v_w).
-  static Vec3T<S> arm_project(const JointRows<S, Dim>& j, bool p_side, const Vec& v) {
-    const Vec3T<S> l = j.arm(p_side);
-    return unit_sign(p_side) * (Vec3T<S>(v.template head<3>()) - l.cross(Vec3T<S>(v.template tail<3>())));
+  /// Whether a kernel whose rows are R (fixed, or Eigen::Dynamic) may meet arm rows: 3 to 5 rows,
+  /// in space, in double (the only scalar ali3 runs in; no kernel is compiled for the others).
+  static constexpr bool arm_sized(int R) {
+    return Dim == 6 && std::is_same_v<S, double> && (R == Eigen::Dynamic || (R >= 3 && R <= 3 + JointRows<S, Dim>::kMaxArmAxes));
   }
-  /// ... and G' lambda = s [lambda; l x lambda] (L' = -L).
+  /// Arm rows (JointRows::arm_rows), G = s [I, -L; 0, W] with L = skew(l):
+  /// G v = s [v_v - l x v_w; W v_w].
+  template <int R>
+  [[gnu::always_inline]] static Rows<R, 1> arm_project(const JointRows<S, Dim>& j, bool p_side, const Vec& v) {
+    const S s = unit_sign(p_side);
+    const Vec3T<S> l = j.arm(p_side), v_w = v.template tail<3>();
+    Rows<R, 1> out(j.rows);
+    out.template head<3>() = s * (Vec3T<S>(v.template head<3>()) - l.cross(v_w));
+    if constexpr (R != 3)  // a ball joint's rows (R = 3) have no axes
+      for (int i = 3; i < j.rows; ++i) out(i) = s * j.axis(i - 3).dot(v_w);
+    return out;
+  }
+  /// ... and G' lambda = s [lambda_v; l x lambda_v + W' lambda_w] (L' = -L), lambda_v its first 3.
   template <class Derived>
   static void arm_load(const JointRows<S, Dim>& j, bool p_side, const Eigen::MatrixBase<Derived>& lambda, Vec& f) {
-    const Vec3T<S> l = j.arm(p_side), x = lambda;
+    const Vec3T<S> l = j.arm(p_side), x = lambda.template head<3>();
     const S s = unit_sign(p_side);
+    Vec3T<S> moment = l.cross(x);
+    for (int i = 3; i < j.rows; ++i) moment += lambda(i) * j.axis(i - 3);
     f.template head<3>() = s * x;
-    f.template tail<3>() = s * l.cross(x);
+    f.template tail<3>() = s * moment;
   }
-  /// ... and G_a K G_b' = s_a s_b (P + Q L_b) with [P, Q] = [I, -L_a] K: P = K11 - L_a K21,
-  /// Q = K12 - L_a K22 (L_a X: l_a x each column of X), and row i of Q L_b is q_i x l_b.
-  static Mat3T<S> arm_k(const JointRows<S, Dim>& ja, bool pa, const Mat& K, const JointRows<S, Dim>& jb, bool pb) {
+  /// ... and G_a K G_b' = s_a s_b [P + Q L_b, Q W_b'; R + T L_b, T W_b'] with [P, Q] = [I, -L_a] K
+  /// (P = K11 - L_a K21, Q = K12 - L_a K22; L_a X is l_a x each column of X) and [R, T] = W_a [K21,
+  /// K22]; row i of X L_b is x_i x l_b. Into out (rows_a x rows_b).
+  template <class Out>
+  static void arm_k(Out& out, const JointRows<S, Dim>& ja, bool pa, const Mat& K, const JointRows<S, Dim>& jb, bool pb) {
     const Vec3T<S> la = ja.arm(pa), lb = jb.arm(pb);
     Mat3T<S> P, Q;
     for (int c = 0; c < 3; ++c) {
       P.col(c) = K.template block<3, 1>(0, c) - la.cross(Vec3T<S>(K.template block<3, 1>(3, c)));
       Q.col(c) = K.template block<3, 1>(0, 3 + c) - la.cross(Vec3T<S>(K.template block<3, 1>(3, 3 + c)));
     }
+    const S s = unit_sign(pa) * unit_sign(pb);
     for (int i = 0; i < 3; ++i) P.row(i) += Vec3T<S>(Q.row(i).transpose()).cross(lb).transpose();
-    return (unit_sign(pa) * unit_sign(pb)) * P;
+    out.template block<3, 3>(0, 0) = s * P;  // a ball joint's rows: this block alone
+    for (int k = 3; k < jb.rows; ++k) out.template block<3, 1>(0, k) = s * (Q * jb.axis(k - 3));
+    for (int i = 3; i < ja.rows; ++i) {
+      const Vec3T<S> w = ja.axis(i - 3);
+      const Vec3T<S> r_i = K.template block<3, 3>(3, 0).transpose() * w, t_i = K.template block<3, 3>(3, 3).transpose() * w;
+      out.template block<1, 3>(i, 0) = s * (r_i + t_i.cross(lb)).transpose();
+      for (int k = 3; k < jb.rows; ++k) out(i, k) = s * t_i.dot(jb.axis(k - 3));
+    }
   }
   /// dispatch_rows for one count M.
   template <int M, class F>

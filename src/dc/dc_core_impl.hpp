@@ -349,7 +349,9 @@ template <int RA, int RB, class Out>
     if (ja.arm_rows || jb.arm_rows) {
       if constexpr (arm_sized(RA) && arm_sized(RB))
         if (ja.arm_rows && jb.arm_rows) {
-          out = arm_k(ja, pa, K, jb, pb);
+          using O = std::decay_t<Out>;
+          if constexpr (std::is_base_of_v<Eigen::PlainObjectBase<O>, O>) out.resize(ma, mb);  // a matrix (k_rows'), not a block
+          arm_k(out, ja, pa, K, jb, pb);
           return;
         }
       typename T::RowsMat Ga, Gb;  // one side's arm rows beside other rows: written out (loops of ball joints)

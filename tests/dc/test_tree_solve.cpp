@@ -450,40 +450,44 @@ TEST(TreeSolve, UnitRowsGiveTheNumbersOfTheMultipliedRowsBitForBit) {
   }
 }
 
-// A ball joint's absolute rows G_p = [-I, skew(l_p)], G_c = [I, -skew(l_c)] held as their arms
-// (JointRows::set_arm_rows, what ali3 puts in the tree) are applied by cross products instead of
-// products with G. Random graphs of every joint type with Shared leaves (ali3's), ball joints in
-// the tree, in loops and repeated (redundant rows), hard and compliant: arm_G() writes out the
-// very rows, and the solution is the written-out rows' to round-off (the same products summed in
-// another order: 1e-12 of the largest entry, where both are about 1e-15 off) and the dense one,
-// in full and bias-only passes.
+// Absolute rows that keep a point and at most two axes, G_p = -[I, -skew(l_p); 0, W],
+// G_c = [I, -skew(l_c); 0, W] (ball, universal and revolute joints: what ali3 puts in the tree),
+// held as their arms and axes (JointRows::hold_as_arms) are applied by cross and dot products
+// instead of products with G. Random graphs of every joint type with Shared leaves (ali3's), such
+// joints in the tree, in loops and repeated (redundant rows), hard and compliant: hold_as_arms
+// takes exactly those three types, arm_G() writes out the very rows, and the solution is the
+// written-out rows' to round-off (the same products summed in another order: 1e-12 of the largest
+// entry, where both are about 1e-15 off) and the dense one, in full and bias-only passes.
 TEST(TreeSolve, ArmRowsGiveTheNumbersOfTheRowsTheyHold) {
   std::mt19937 rng(77);
-  int held_as_arms = 0;
-  for (int trial = 0; trial < 16; ++trial) {
+  std::map<JointType, int> held_as_arms;
+  for (int trial = 0; trial < 24; ++trial) {
     const Model m = random_graph(3 + trial % 7, trial % 3, trial % 4 == 3 ? 1 : 0, rng);
     const AssemblyTree tree(m, Topology(m), 1);
     const Problem written = random_problem(m, true, trial % 2 == 0 ? 0.0 : 1e-4, rng);
     Problem arms = written;
     for (std::size_t j = 0; j < m.joints.size(); ++j) {
-      if (m.joints[j].type != JointType::Spherical) continue;
       Rows& r = arms.rows[j];
-      const Eigen::Matrix<double, 3, 6> G_p = r.G_p().topRows(3), G_c = r.G_c().topRows(3);
-      const Vec3 l_p(G_p(2, 4), G_p(0, 5), G_p(1, 3)), l_c(-G_c(2, 4), -G_c(0, 5), -G_c(1, 3));
+      const int n = r.rows;
+      const bool grounded = written.sides[j].body_p == kGround;
+      const Eigen::MatrixXd G_p = r.G_p().topRows(n), G_c = r.G_c().topRows(n);
       const Vec6 r_held = r.r;
       const double compliance = r.compliance;
-      r.set_arm_rows(l_p, l_c);
+      const JointType type = m.joints[j].type;
+      const bool expected = type == JointType::Spherical || type == JointType::Universal || type == JointType::Revolute;
+      ASSERT_EQ(r.hold_as_arms(G_p, G_c, n, grounded), expected) << "trial " << trial << ", joint " << j << ", " << to_string(type);
+      if (!expected) continue;
       r.r = r_held;
       r.compliance = compliance;
       Tree::T::RowsMat G;
       r.arm_G(false, G);
-      EXPECT_EQ(Eigen::MatrixXd(G.topRows(3)), Eigen::MatrixXd(G_c)) << "trial " << trial << ", joint " << j;
-      if (written.sides[j].body_p != kGround) {
+      EXPECT_EQ(Eigen::MatrixXd(G.topRows(n)), G_c) << "trial " << trial << ", joint " << j;
+      if (!grounded) {
         r.arm_G(true, G);
-        EXPECT_EQ(Eigen::MatrixXd(G.topRows(3)), Eigen::MatrixXd(G_p)) << "trial " << trial << ", joint " << j;
+        EXPECT_EQ(Eigen::MatrixXd(G.topRows(n)), G_p) << "trial " << trial << ", joint " << j;
       }
       EXPECT_THROW(r.G_c(), std::logic_error);  // no G is held to read
-      ++held_as_arms;
+      ++held_as_arms[type];
     }
     Tree arm_core(tree, arms.sides, InverseMethod::Cholesky, dc::LeafBlocks::Shared);
     Tree written_core(tree, written.sides, InverseMethod::Cholesky, dc::LeafBlocks::Shared);
@@ -498,7 +502,8 @@ TEST(TreeSolve, ArmRowsGiveTheNumbersOfTheRowsTheyHold) {
       expect_matches_dense(m, written, with_arms, what);  // the same system, its G written out
     }
   }
-  EXPECT_GT(held_as_arms, 10);  // the trials did hold ball joints so
+  for (JointType type : {JointType::Spherical, JointType::Universal, JointType::Revolute})
+    EXPECT_GT(held_as_arms[type], 3) << to_string(type) << ": the trials did hold such joints so";
 }
 
 // set_tree_rows keeps rows it finds flagged as the unit rows of the same D (a spherical joint's,

@@ -77,9 +77,10 @@ class JointBlocks {
   /// types (rhs reads phi, phi_t or gamma). `lambda` and `loads` are given together or not at
   /// all; parts.jdot is not asked for (nothing is allocated).
   ///
-  /// With `arm_rows` (twist coordinates: to_coords the identity), a joint whose rows are a
-  /// spherical joint's own block alone is held as its arms (dc::JointRows::set_arm_rows: the
-  /// same G, 6 numbers where G takes 36); any other joint's rows as G.
+  /// With `arm_rows` (twist coordinates: to_coords the identity), a joint whose rows are one block
+  /// of a point and at most two axes (ball, universal, revolute joints without drivers) is held
+  /// as arm rows (dc::JointRows: the same G, 6 to 12 numbers where G takes 36 to 60); any other
+  /// joint's rows as G.
   template <int Dim, class ToCoords, class Rhs>
   void evaluate_rows(int joint, double t, const SystemState& state, ConstraintParts parts, bool jacobians,
                      dc::JointRows<double, Dim>& jr, ToCoords&& to_coords, Rhs&& rhs,
@@ -92,10 +93,9 @@ class JointBlocks {
     const bool arms = arm_rows && blocks_of(joint).size() == 1;
     for_each_block(joint, [&](int k, int at, int m) {
       auto fill_and_load = [&](const auto& block) {
-        if constexpr (Dim == 6 && std::is_same_v<std::decay_t<decltype(block)>, PointBlock>)
-          if (arms) {
-            if (jacobians) jr.set_arm_rows(block.arm_P, block.arm_C);
-            jr.r.template head<3>() = rhs(block);
+        if constexpr (Dim == 6)
+          if (arms && held_as_arms(block, jacobians, jr)) {
+            jr.r.head(m) = rhs(block);
             if (loads) block_load(k, block, *lambda, (*loads)[static_cast<std::size_t>(k)]);
             return;
           }
@@ -169,6 +169,19 @@ class JointBlocks {
     const double c = jr.compliance;
     jr.reset(rows(joint));
     jr.compliance = c;
+  }
+  /// Whether a joint's one block b goes into jr as arm rows: with `jacobians` it is tried (a
+  /// PointBlock gives its arms; a ConstraintBlock's Jacobians are checked for the form,
+  /// JointRows::hold_as_arms), without them jr keeps what the last pass with them chose.
+  template <class Block>
+  static bool held_as_arms(const Block& b, bool jacobians, dc::JointRows<double, 6>& jr) {
+    if (!jacobians) return jr.arm_rows;
+    if constexpr (std::is_same_v<Block, PointBlock>) {
+      jr.set_arm_rows(b.arm_P, b.arm_C);
+      return true;
+    } else {
+      return jr.hold_as_arms(b.J_P, b.J_C, b.size(), b.parent == kGround);
+    }
   }
   /// A PointBlock's rows in fixed sizes (3), a ConstraintBlock's in its own.
   template <class Block>
