@@ -150,12 +150,7 @@ struct JointRows {
   ConstRowsMap G_c() const { return read(false); }
   /// Arm rows without axes: a ball joint's 3 rows, G = s [I, -skew(l)] on each side (see
   /// arm_rows), r zero.
-  void set_arm_rows(const Vec3T<S>& l_p, const Vec3T<S>& l_c) {
-    S* arms = arm_storage(3);
-    Eigen::Map<Vec3T<S>> to_p(arms), to_c(arms + 3);
-    to_p = l_p;
-    to_c = l_c;
-  }
+  void set_arm_rows(const Vec3T<S>& l_p, const Vec3T<S>& l_c) { hold_arms(3, l_p, l_c); }
   /// Holds a joint's n rows G_p = J_p, G_c = J_c (n x Dim, J_p unread if `p_grounded`) as arm rows
   /// if they have that form exactly: J_c = [I, -skew(l_c); 0, W], J_p = -[I, -skew(l_p); 0, W]
   /// with the same W, 3 to 5 rows. Returns false, holding nothing, for any other rows. r zero.
@@ -170,12 +165,9 @@ struct JointRows {
       for (int i = 3; i < n; ++i)
         for (int c = 0; c < 3; ++c)
           if (J_c(i, c) != S(0) || (!p_grounded && (J_p(i, c) != S(0) || J_p(i, 3 + c) != -J_c(i, 3 + c)))) return false;
-      S* arms = arm_storage(n);
-      Eigen::Map<Vec3T<S>> to_p(arms), to_c(arms + 3);
-      to_p = l_p;
-      to_c = l_c;
+      S* axes = hold_arms(n, l_p, l_c);
       for (int i = 3; i < n; ++i)
-        for (int c = 0; c < 3; ++c) arms[6 + 3 * (i - 3) + c] = J_c(i, 3 + c);
+        for (int c = 0; c < 3; ++c) axes[3 * (i - 3) + c] = J_c(i, 3 + c);
       return true;
     }
   }
@@ -257,8 +249,8 @@ struct JointRows {
     edit_G_p().topRows(n) = -D.transpose();
   }
 
-  /// Sets the flag and n rows, r zero, and returns room for 6 + 3 (n - 3) numbers (arms, then axes).
-  S* arm_storage(int n) {
+  /// Sets the flag and n rows, r zero, stores the arms, and returns where the n - 3 axes go.
+  S* hold_arms(int n, const Vec3T<S>& l_p, const Vec3T<S>& l_c) {
     static_assert(Dim == 6, "JointRows: arm rows are spatial");
     r.setZero();
     unit_rows = arm_rows = false;
@@ -266,7 +258,10 @@ struct JointRows {
     S* arms = write();
     rows = n;
     arm_rows = true;
-    return arms;
+    Eigen::Map<Vec3T<S>> to_p(arms), to_c(arms + 3);
+    to_p = l_p;
+    to_c = l_c;
+    return arms + 6;
   }
   /// Whether J's first 3 rows are s [I, -skew(l)] exactly, and l.
   template <class D>
@@ -550,18 +545,12 @@ class HandleTree {
     return rows_of(j, n.holds_p()[static_cast<std::size_t>(i)] != 0).topRows(j.rows);
   }
   /// An InRows leaf's b~_i = G_i b_i from its Dim-sized bias b_i (its formulation calls it in
-  /// leaf_in, after the pass's rows are set).
+  /// leaf_in, after the pass's rows are set). Arm rows are not for such leaves: G_p()/G_c() throw.
   void set_leaf_bias(Node& leaf, int i, const Vec& b_i, const std::vector<JointRows<S, Dim>>& rows) const {
     assert(leaf.in_rows && i >= 0 && i < leaf.size());
     const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(leaf.handles()[static_cast<std::size_t>(i)])];
     const bool p = leaf.holds_p()[static_cast<std::size_t>(i)] != 0;
     S* out = leaf.b_hat().data() + leaf.o(i);
-    if constexpr (arm_sized(Eigen::Dynamic))
-      if (j.arm_rows) {
-        typename Node::MapV b_hat_i(out, j.rows);
-        b_hat_i = arm_project<Eigen::Dynamic>(j, p, b_i);
-        return;
-      }
     if (j.unit_rows) {
       for (int k = 0; k < j.rows; ++k) out[k] = unit_sign(p) * b_i(k);
       return;

@@ -93,13 +93,10 @@ class JointBlocks {
     const bool arms = arm_rows && blocks_of(joint).size() == 1;
     for_each_block(joint, [&](int k, int at, int m) {
       auto fill_and_load = [&](const auto& block) {
-        if constexpr (Dim == 6)
-          if (arms && held_as_arms(block, jacobians, jr)) {
-            jr.r.head(m) = rhs(block);
-            if (loads) block_load(k, block, *lambda, (*loads)[static_cast<std::size_t>(k)]);
-            return;
-          }
-        fill_block(block, at, m, jacobians, jr, to_coords, rhs);
+        bool held = false;
+        if constexpr (Dim == 6) held = arms && held_as_arms(block, jacobians, jr);
+        if (held) jr.r.head(m) = rhs(block);
+        else fill_block(block, at, m, jacobians, jr, to_coords, rhs);
         if (loads) block_load(k, block, *lambda, (*loads)[static_cast<std::size_t>(k)]);
       };
       constraints_->visit_block(k, t, state, parts, fill_and_load);
