@@ -132,14 +132,10 @@ void TreePass(benchmark::State& state) {
   auto leaf_in_full = [&](int i) {
     auto& node = core.leaf(i);
     node.set_shared_k(K[static_cast<std::size_t>(i)]);
-    for (auto& b : node.b()) b = bias;
+    node.set_shared_b(bias);
   };
-  auto leaf_in_bias = [&](int i) {
-    for (auto& b : core.leaf(i).b()) b = bias;
-  };
-  auto leaf_out = [&](int i) {
-    for (const auto& f : core.leaf(i).f()) sink += f;
-  };
+  auto leaf_in_bias = [&](int i) { core.leaf(i).set_shared_b(bias); };
+  auto leaf_out = [&](int i) { sink += core.leaf(i).shared_f(); };
   core.solve(rows, parallel, leaf_in_full, leaf_out);
   for (auto _ : state) {
     if (full) core.solve(rows, parallel, leaf_in_full, leaf_out);

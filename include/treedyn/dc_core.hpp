@@ -43,11 +43,12 @@
 // (K_ij = S(l_i)' M^-1 S(l_j): K~_ij = E_i M^-1 E_j', E_i = G_i S(l_i)'), and reads its loads
 // f_i = G_i' lambda_i through load(). A spherical chain's node holds 6 x 6 scalars where
 // Dim-sized blocks took 4 x 36, and its products are 3 x 3. A leaf of an absolute-coordinate
-// formulation (LeafBlocks::Shared) keeps its one K and its b, f per Dim; G is applied where a
-// parent reads it.
+// formulation (LeafBlocks::Shared) keeps its one K and b and the sum f of its handles' loads, per
+// Dim; G is applied where a parent reads it.
 //
-// Glossary (symbol -> code): K_ij -> K[0] (xi_ij in 001/004, Phi_ij in Featherstone's DCA),
-// b_i -> b[i] (xi_i0; bias accelerations), f_i -> f[i] (T_i: impulses; forces) at a Shared leaf;
+// Glossary (symbol -> code): K_ij -> SharedLeaf::K (xi_ij in 001/004, Phi_ij in Featherstone's
+// DCA), b_i -> SharedLeaf::b (xi_i0; bias accelerations), sum_i f_i -> SharedLeaf::f (T_i:
+// impulses; forces) at a Shared leaf;
 // K~, b~, lambda_i -> K_hat(), b_hat(), f_hat() at a node in rows; Z, Y_i, beta_hat, lambda (sigma)
 // as named. All per-node storage is sized once by HandleTree's constructor; a node's K~, b~, f~
 // below its subtree's root are alive only within a pass (Node::K_r).
@@ -405,7 +406,7 @@ struct NoPrologue {
 /// load(). In absolute coordinates (ali3, implicit) the bodies' coordinates are those of the
 /// centre of mass and the joints' rows carry the arms, so K_ij is the same matrix for every pair:
 /// the leaf stores it once per Dim (Shared; less memory on long chains, no copies per pass), with
-/// b and f per Dim, and G is applied where its parent reads it.
+/// its one b and the sum of its handles' loads f, and G is applied where its parent reads it.
 enum class LeafBlocks { InRows, Shared };
 
 /// Whether a tree's passes may be bias-only (solve_bias). Such a pass reads each single-joint
@@ -431,6 +432,16 @@ class HandleTree {
     int left, right;  // its handle index in the left and right child (for the base: in the root); -1 on
                       // ground's side of a joint to ground (eliminated one-sided, by the multiple kernel)
     bool p_left;      // the left child (for the base: the root) holds (or, being ground's, would hold) the p side
+  };
+
+  /// A Shared leaf's blocks, together (a parent reads K and b, the leaf's disassembly writes f):
+  /// K_ij and b_i, the same for every handle (in absolute coordinates at the centre of mass the
+  /// joints' rows carry the arms), and f = sum_i G_i' lambda_i, all its formulation reads back.
+  /// A ball-joint chain's leaf holds 48 numbers here where a K and a b and f per handle took 60.
+  struct SharedLeaf {
+    Mat K = Mat::Zero();
+    Vec b = Vec::Zero();
+    Vec f = Vec::Zero();
   };
 
   struct Node {
@@ -478,17 +489,13 @@ class HandleTree {
     // Read by fewer passes or nodes:
     Multiple* multiple = nullptr;  // when several are (or a joint to ground, or many handles), in multiples_
     char* holds_p_at = nullptr;    // per handle: this node holds the joint's p side
-    // A Shared leaf's K, b, f per Dim (its formulation fills K and b and reads f); null otherwise:
-    Mat* K_at = nullptr;           // one block, the same for every pair of handles (none without handles)
-    Vec* b_at = nullptr;           // per handle
-    Vec* f_at = nullptr;           // loads at the handles, after disassembly
+    // A Shared leaf's K, b and f (SharedLeaf), which its formulation fills (K, b) and reads (f);
+    // null otherwise:
+    SharedLeaf* shared_at = nullptr;
 
     int size() const { return h; }
     std::span<int> handles() const { return {handles_at, count(h)}; }
     std::span<char> holds_p() const { return {holds_p_at, count(h)}; }
-    std::span<Mat> K() const { return {K_at, K_at != nullptr && h > 0 ? 1u : 0u}; }
-    std::span<Vec> b() const { return {b_at, b_at != nullptr ? count(h) : 0u}; }
-    std::span<Vec> f() const { return {f_at, f_at != nullptr ? count(h) : 0u}; }
     std::span<Source> from() const { return {from_at, from_at != nullptr ? count(h) : 0u}; }
     std::span<Eliminated> eliminated() const { return {eliminated_at, count(eliminated_count)}; }
     int o(int i) const { return offset_at[i]; }
@@ -508,9 +515,21 @@ class HandleTree {
     MapX K_hat() const { return MapX(rows_at, rows(), rows()); }
     MapV b_hat() const { return MapV(rows_at + rows() * rows(), rows()); }
     MapV f_hat() const { return MapV(rows_at + rows() * (rows() + 1), rows()); }
-    /// A Shared leaf's K_ij, the same for every pair of its handles; nothing to set without handles.
+    /// A Shared leaf's K_ij, the same for every pair of its handles.
     void set_shared_k(const Mat& K_all) {
-      if (K_at != nullptr && h > 0) *K_at = K_all;
+      assert(shared_at != nullptr);
+      shared_at->K = K_all;
+    }
+    /// A Shared leaf's b_i, the same at every handle (its body's).
+    void set_shared_b(const Vec& b_all) {
+      assert(shared_at != nullptr);
+      shared_at->b = b_all;
+    }
+    /// A Shared leaf's loads after its disassembly, summed over its handles: sum_i G_i' lambda_i
+    /// (zero without handles).
+    const Vec& shared_f() const {
+      assert(shared_at != nullptr);
+      return shared_at->f;
     }
 
    private:
@@ -559,8 +578,8 @@ class HandleTree {
   }
   /// The load f_i = G_i' lambda_i at handle i of a leaf (one of this tree's nodes) after its
   /// disassembly, in the pass's leaf_out (an InRows leaf's lambda_i, read where its parent holds
-  /// it, is then overwritten by other nodes: joint_load() reads the loads after the pass); for a
-  /// Shared leaf, the f_i it holds. `rows` must be the pass's.
+  /// it, is then overwritten by other nodes: joint_load() reads the loads after the pass); a
+  /// Shared leaf holds only their sum (Node::shared_f). `rows` must be the pass's.
   Vec load(const Node& leaf, int i, const std::vector<JointRows<S, Dim>>& rows) const {
     Vec f;
     load_into(leaf, i, rows, f);
@@ -571,15 +590,18 @@ class HandleTree {
   /// read in pairs across differently sized stores stalls on them).
   void load_into(const Node& leaf, int i, const std::vector<JointRows<S, Dim>>& rows, Vec& f) const {
     assert(i >= 0 && i < leaf.size());
-    if (!leaf.in_rows) {
-      f = leaf.f()[static_cast<std::size_t>(i)];
-      return;
-    }
-    const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(leaf.handles()[static_cast<std::size_t>(i)])];
-    // A leaf in rows does not copy its loads: they are read where its parent holds them
-    // (pull_loads), or, at a root, where the base connection put them.
+    const int joint = leaf.handles()[static_cast<std::size_t>(i)];
+    const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(joint)];
+    // A leaf does not copy its handles' loads: they are read where its parent holds them
+    // (pull_loads), or, at a root, where the base connection put them (a Shared root: the base's
+    // multipliers).
     const S* lambda = pulls(leaf)[i];
-    if (lambda == nullptr) lambda = leaf.f_hat().data() + leaf.o(i);
+    Vec at_base;
+    if (lambda == nullptr && leaf.in_rows) lambda = leaf.f_hat().data() + leaf.o(i);
+    if (lambda == nullptr) {
+      at_base = multiplier(joint);
+      lambda = at_base.data();
+    }
     rows_load(j, leaf.holds_p()[static_cast<std::size_t>(i)] != 0, lambda, f);
   }
   /// The load G_s' lambda that `joint` puts on its body on side s (the p side if `p_side`) as
@@ -866,9 +888,8 @@ class HandleTree {
   InverseMethod method_;
   bool keeps_inverse_;  // BiasPasses::Allowed: a single-joint elimination keeps its Z^+
   std::vector<Node> nodes_;
-  std::vector<Mat> K_arena_;
+  std::vector<SharedLeaf> shared_arena_;  // the Shared leaves' blocks, in the passes' order
   std::vector<Multiple> multiples_;  // the several-joint eliminations, in the same order
-  std::vector<Vec> b_arena_, f_arena_;
   /// Every node's blocks start at Eigen's largest alignment, in both arenas: Eigen's vectorised
   /// kernels split their work by the alignment of what they read, so a node's numbers would
   /// otherwise depend on where it sits, and trees cut for different thread counts (laid out

@@ -80,30 +80,23 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
       throw std::invalid_argument("dc::HandleTree: joint " + std::to_string(j) + " has " + std::to_string(sides_[j].rows) +
                                   " rows; a tree of dimension " + std::to_string(Dim) + " takes 0 to " + std::to_string(Dim));
   // Handles (joints that carry loads), then the arenas in the passes' visiting order: a Shared
-  // leaf's K, b, f in Dim blocks (its formulation fills and reads them), every other node's in its
-  // handles' rows.
+  // leaf's K, b, f in Dim blocks together (SharedLeaf; its formulation fills and reads them),
+  // every other node's in its handles' rows.
   std::vector<int> order;
   for (const auto& s : tree.subtrees()) order.insert(order.end(), s.begin(), s.end());
   for (const auto& level : tree.upper_levels()) order.insert(order.end(), level.begin(), level.end());
   const bool shared_leaves = leaf_blocks == LeafBlocks::Shared;
-  auto k_blocks = [&](int id) -> std::size_t {
-    return shared_leaves && tree.node(id).is_leaf() ? std::min<std::size_t>(static_cast<std::size_t>(node(id).size()), 1) : 0;
-  };
   take_records(order);
-  std::size_t k_size = 0, v_size = 0, offset_size = 0;
+  std::size_t shared_size = 0, offset_size = 0;
   for (int id = 0; id < static_cast<int>(nodes_.size()); ++id) {
     Node& n = node(id);
     offset_size += static_cast<std::size_t>(n.size()) + 1;
     n.in_rows = !tree.node(id).is_leaf() || !shared_leaves;
-    if (n.in_rows) continue;
-    k_size += k_blocks(id);
-    v_size += static_cast<std::size_t>(n.size());
+    if (!n.in_rows) ++shared_size;
   }
-  K_arena_.assign(k_size, Mat::Zero());
-  b_arena_.assign(v_size, Vec::Zero());
-  f_arena_.assign(v_size, Vec::Zero());
+  shared_arena_.assign(shared_size, SharedLeaf{});
   offset_arena_.assign(offset_size, 0);
-  std::size_t k_at = 0, v_at = 0, o_at = 0;
+  std::size_t shared_at = 0, o_at = 0;
   for (int id : order) {
     Node& n = node(id);
     const auto h = static_cast<std::size_t>(n.size());
@@ -111,12 +104,7 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     o_at += h + 1;
     for (std::size_t i = 0; i < h; ++i) n.offset_at[i + 1] = n.offset_at[i] + sides_[static_cast<std::size_t>(n.handles()[i])].rows;
     n.handle_rows = static_cast<std::int8_t>(n.uniform_rows());  // at most Dim
-    if (n.in_rows) continue;
-    if (k_blocks(id) > 0) n.K_at = K_arena_.data() + k_at;
-    n.b_at = b_arena_.data() + v_at;
-    n.f_at = f_arena_.data() + v_at;
-    k_at += k_blocks(id);
-    v_at += h;
+    if (!n.in_rows) n.shared_at = shared_arena_.data() + shared_at++;
   }
   for (int id : order) setup_node(id);  // children before parents
   // The K, b, f in rows (r x r, r, r) of the nodes held so, with a several-joint elimination's Z
@@ -337,7 +325,7 @@ template <int RA, int RB, class Out>
     out = c.K_hat().template block<RA, RB>(c.o(a), c.o(b), ma, mb);
     return;
   }
-  const Mat& K = c.K().front();
+  const Mat& K = c.shared_at->K;
   const JointRows<S, Dim>& ja = rows[static_cast<std::size_t>(c.handles()[static_cast<std::size_t>(a)])];
   const JointRows<S, Dim>& jb = rows[static_cast<std::size_t>(c.handles()[static_cast<std::size_t>(b)])];
   const bool pa = c.holds_p()[static_cast<std::size_t>(a)] != 0, pb = c.holds_p()[static_cast<std::size_t>(b)] != 0;
@@ -371,18 +359,18 @@ template <int RA>
 [[gnu::always_inline]] inline typename HandleTree<S, Dim>::template Rows<RA, 1> HandleTree<S, Dim>::b_rows(const Node& c, int a,
                                                                               const std::vector<JointRows<S, Dim>>& rows) const {
   if (c.in_rows) return c.b_hat().template segment<RA>(c.o(a), rows_at(c, a));
-  return project<RA>(c, a, c.b()[static_cast<std::size_t>(a)], rows);
+  return project<RA>(c, a, c.shared_at->b, rows);
 }
 
 // The load at a child's handle a from its joint's multipliers lambda: a node in rows keeps
-// lambda, a Shared leaf gets f = G_a' lambda.
+// lambda, a Shared leaf adds G_a' lambda to its f (which its caller has zeroed).
 template <class S, int Dim>
 template <class Derived>
 void HandleTree<S, Dim>::put_load(Node& c, int a, const Eigen::MatrixBase<Derived>& lambda,
                                   const std::vector<JointRows<S, Dim>>& rows) {
   constexpr int R = Derived::RowsAtCompileTime;
   if (c.in_rows) c.f_hat().template segment<R>(c.o(a), lambda.size()) = lambda;
-  else c.f()[static_cast<std::size_t>(a)] = spread(c, a, lambda, rows);
+  else c.shared_at->f += spread(c, a, lambda, rows);
 }
 
 // One joint of M rows between the children (chains, trees), in the handles' rows: Z is M x M,
@@ -544,7 +532,7 @@ void HandleTree<S, Dim>::assemble_node(int id, const std::vector<JointRows<S, Di
 template <class S, int Dim>
 void HandleTree<S, Dim>::connect_base(const std::vector<JointRows<S, Dim>>& rows) {
   Node& root = node(tree_->root());
-  for (Vec& f : root.f()) f.setZero();
+  if (!root.in_rows) root.shared_at->f.setZero();
   std::fill(root.f_r().begin(), root.f_r().end(), S(0));
   if (base_.m == 0) return;  // free-floating
   BaseElimination<S>& e = base_.multiple;
@@ -561,7 +549,7 @@ void HandleTree<S, Dim>::connect_base(const std::vector<JointRows<S, Dim>>& rows
 template <class S, int Dim>
 void HandleTree<S, Dim>::connect_base_bias(const std::vector<JointRows<S, Dim>>& rows) {
   Node& root = node(tree_->root());
-  for (Vec& f : root.f()) f.setZero();
+  if (!root.in_rows) root.shared_at->f.setZero();
   std::fill(root.f_r().begin(), root.f_r().end(), S(0));
   if (base_.m > 0) base_loads(rows);
 }
@@ -674,10 +662,14 @@ void HandleTree<S, Dim>::pull_loads(int id, const std::vector<JointRows<S, Dim>>
     }
     return;
   }
-  for (int a = 0; a < n.size(); ++a) {  // a Shared leaf: f_a = G_a' lambda_a, in Dim
-    Vec& f = n.f()[static_cast<std::size_t>(a)];
+  Vec& f = n.shared_at->f;  // a Shared leaf: f = sum_a G_a' lambda_a, in Dim, in handle order
+  for (int a = 0; a < n.size(); ++a) {
     const int m = rows_at(n, a);
-    with_rows(m, [&]<int M>() { f = spread(n, a, Eigen::Map<const Eigen::Matrix<S, M, 1>>(from[a], m), rows); });
+    with_rows(m, [&]<int M>() {
+      const Vec f_a = spread(n, a, Eigen::Map<const Eigen::Matrix<S, M, 1>>(from[a], m), rows);
+      if (a == 0) f = f_a;
+      else f += f_a;
+    });
   }
 }
 

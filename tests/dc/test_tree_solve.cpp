@@ -186,12 +186,14 @@ Dense dense_solve(const Model& m, const Problem& p) {
 struct TreeResult {
   std::vector<Vec6> x;
   std::vector<Vec6> lambda;
+  std::vector<double> shared_gap;  // per body: a Shared leaf's f against the sum of load() over its handles
 };
 
 TreeResult tree_solve(const Model& m, const Problem& p, bool shared, const Parallel& parallel,
                       Tree& core, bool bias_only = false) {
   TreeResult out;
   out.x.assign(static_cast<std::size_t>(m.body_count()), Vec6::Zero());
+  out.shared_gap.assign(static_cast<std::size_t>(m.body_count()), 0.0);
   // An InRows leaf is given G_a T_a' M^-1 T_c G_c' and G_a b_a (multiplied out densely here) and
   // gives back G_a' lambda_a; a Shared leaf is given M^-1 and b_a per Dim and gives back f_a.
   auto leaf_in = [&](int i) {
@@ -201,7 +203,7 @@ TreeResult tree_solve(const Model& m, const Problem& p, bool shared, const Paral
     for (int a = 0; a < h; ++a) {
       const Mat6& Ta = p.arm.at({i, node.handles()[static_cast<std::size_t>(a)]});
       const Vec6 b = Ta.transpose() * p.beta[static_cast<std::size_t>(i)];
-      if (shared) node.b()[static_cast<std::size_t>(a)] = b;
+      if (shared) node.set_shared_b(b);  // T_a = I: the same b at every handle
       else core.set_leaf_bias(node, a, b, p.rows);
       if (bias_only) continue;
       if (shared) {
@@ -221,6 +223,10 @@ TreeResult tree_solve(const Model& m, const Problem& p, bool shared, const Paral
     Vec6 load = Vec6::Zero();
     for (int a = 0; a < node.size(); ++a)
       load += p.arm.at({i, node.handles()[static_cast<std::size_t>(a)]}) * core.load(node, a, p.rows);
+    if (shared) {  // the sum the leaf holds, and load() handle by handle (T_a = I) beside it
+      out.shared_gap[static_cast<std::size_t>(i)] = (node.shared_f() - load).cwiseAbs().maxCoeff() / std::max(1.0, load.cwiseAbs().maxCoeff());
+      load = node.shared_f();
+    }
     out.x[static_cast<std::size_t>(i)] = p.beta[static_cast<std::size_t>(i)] + p.M_inverse[static_cast<std::size_t>(i)] * load;
   };
   if (bias_only) core.solve_bias(p.rows, parallel, leaf_in, leaf_out);
@@ -233,6 +239,9 @@ TreeResult tree_solve(const Model& m, const Problem& p, bool shared, const Paral
 /// number (1000 eps kappa, relative to the largest entry, below).
 void expect_matches_dense(const Model& m, const Problem& p, const TreeResult& t, const std::string& what) {
   const Dense d = dense_solve(m, p);
+  // A Shared leaf's summed f is load()'s sum (the same products, summed in handle order; 1e-14:
+  // a fixed-size and a dynamic-size product may round differently).
+  for (std::size_t i = 0; i < t.shared_gap.size(); ++i) EXPECT_LT(t.shared_gap[i], 1e-14) << what << ", body " << i;
   const double tolerance = 1e3 * std::numeric_limits<double>::epsilon() * d.condition;
   double scale = 1.0, worst = 0.0;
   for (std::size_t i = 0; i < d.x.size(); ++i) {

@@ -356,14 +356,12 @@ class Ali3 final : public Formulation {
       if (full) node.set_shared_k(tangent(i, t, h));
       b.bias = bias_of(i);
       const Vec6 bias_twist = in_twist(b.bias, b.p_tangent);
-      for (auto& bh : node.b()) bh = bias_twist;
+      node.set_shared_b(bias_twist);
     };
     auto leaf_out = [&](int i) {
       auto& node = core_->leaf(i);
       BodyData& b = body(i);
-      Vec6 f = Vec6::Zero();
-      for (const auto& fh : node.f()) f += fh;
-      b.*out = b.bias + K_times(i, in_q(f, b.p_tangent));
+      b.*out = b.bias + K_times(i, in_q(node.shared_f(), b.p_tangent));
       after(i);
     };
     auto rows = [&](int j) { joint_rows(j, t, full, level); };

@@ -198,14 +198,13 @@ void Core::solve_tree(bool factor, Eigen::VectorXd& multipliers) {
     auto& node = core_->leaf(i);
     const BodyData& b = body(i);
     const Vec6 bias = b.K * b.g;
-    for (auto& bh : node.b()) bh = bias;
+    node.set_shared_b(bias);
     if (factor) node.set_shared_k(b.K);
   };
   auto leaf_out = [&](int i) {
     auto& node = core_->leaf(i);
     BodyData& b = body(i);
-    Vec6 f = b.g;
-    for (const auto& fh : node.f()) f += fh;
+    const Vec6 f = b.g + node.shared_f();
     b.delta.noalias() = b.K * f;
   };
   if (factor) core_->solve(rows_, ctx_.parallel, leaf_in, leaf_out);
