@@ -407,7 +407,11 @@ struct NoPrologue {
 /// centre of mass and the joints' rows carry the arms, so K_ij is the same matrix for every pair:
 /// the leaf stores it once per Dim (Shared; less memory on long chains, no copies per pass), with
 /// its one b and the sum of its handles' loads f, and G is applied where its parent reads it.
-enum class LeafBlocks { InRows, Shared };
+/// SharedBlockDiagonal: Shared, with every leaf's K = diag(k I, K_w) in space (Dim 6), held as
+/// k and the 3 x 3 K_w (10 numbers where K takes 36): a body's inverse spatial inertia about its
+/// centre of mass, scaled (ali3 without geometric stiffness). Its parents' products skip the
+/// zero blocks.
+enum class LeafBlocks { InRows, Shared, SharedBlockDiagonal };
 
 /// Whether a tree's passes may be bias-only (solve_bias). Such a pass reads each single-joint
 /// elimination's Z^+ from the last full assembly. A tree made for full passes only (dca, hdca)
@@ -435,13 +439,20 @@ class HandleTree {
   };
 
   /// A Shared leaf's blocks, together (a parent reads K and b, the leaf's disassembly writes f):
-  /// K_ij and b_i, the same for every handle (in absolute coordinates at the centre of mass the
-  /// joints' rows carry the arms), and f = sum_i G_i' lambda_i, all its formulation reads back.
-  /// A ball-joint chain's leaf holds 48 numbers here where a K and a b and f per handle took 60.
+  /// b_i, the same at every handle, and f = sum_i G_i' lambda_i, all its formulation reads back;
+  /// then K_ij, the same for every pair of handles (in absolute coordinates at the centre of mass
+  /// the joints' rows carry the arms), as a full block (SharedLeafK) or, for
+  /// LeafBlocks::SharedBlockDiagonal, as diag(k I, K_w) (SharedLeafDiagonalK).
   struct SharedLeaf {
-    Mat K = Mat::Zero();
     Vec b = Vec::Zero();
     Vec f = Vec::Zero();
+  };
+  struct SharedLeafK : SharedLeaf {
+    Mat K = Mat::Zero();  // 48 numbers a leaf where a K and a b and f per handle took 60 on a ball-joint chain
+  };
+  struct SharedLeafDiagonalK : SharedLeaf {
+    S k = S(0);                        // K's first three diagonal entries (Dim 6)
+    Mat3T<S> K_w = Mat3T<S>::Zero();   // its last 3 x 3 block: 22 numbers a leaf
   };
 
   struct Node {
@@ -489,9 +500,10 @@ class HandleTree {
     // Read by fewer passes or nodes:
     Multiple* multiple = nullptr;  // when several are (or a joint to ground, or many handles), in multiples_
     char* holds_p_at = nullptr;    // per handle: this node holds the joint's p side
-    // A Shared leaf's K, b and f (SharedLeaf), which its formulation fills (K, b) and reads (f);
-    // null otherwise:
+    // A Shared leaf's K, b and f (a SharedLeafK, or a SharedLeafDiagonalK where k_diagonal),
+    // which its formulation fills (K, b) and reads (f); null otherwise:
     SharedLeaf* shared_at = nullptr;
+    bool k_diagonal = false;
 
     int size() const { return h; }
     std::span<int> handles() const { return {handles_at, count(h)}; }
@@ -515,10 +527,17 @@ class HandleTree {
     MapX K_hat() const { return MapX(rows_at, rows(), rows()); }
     MapV b_hat() const { return MapV(rows_at + rows() * rows(), rows()); }
     MapV f_hat() const { return MapV(rows_at + rows() * (rows() + 1), rows()); }
-    /// A Shared leaf's K_ij, the same for every pair of its handles.
+    /// A Shared leaf's K_ij, the same for every pair of its handles (LeafBlocks::Shared).
     void set_shared_k(const Mat& K_all) {
-      assert(shared_at != nullptr);
-      shared_at->K = K_all;
+      assert(shared_at != nullptr && !k_diagonal);
+      static_cast<SharedLeafK*>(shared_at)->K = K_all;
+    }
+    /// ... K_ij = diag(k I, K_w) (LeafBlocks::SharedBlockDiagonal, Dim 6).
+    void set_shared_k(S k, const Mat3T<S>& K_w) {
+      assert(shared_at != nullptr && k_diagonal);
+      auto* leaf = static_cast<SharedLeafDiagonalK*>(shared_at);
+      leaf->k = k;
+      leaf->K_w = K_w;
     }
     /// A Shared leaf's b_i, the same at every handle (its body's).
     void set_shared_b(const Vec& b_all) {
@@ -823,19 +842,46 @@ class HandleTree {
   /// K22]; row i of X L_b is x_i x l_b. Into out (rows_a x rows_b).
   template <class Out>
   static void arm_k(Out& out, const JointRows<S, Dim>& ja, bool pa, const Mat& K, const JointRows<S, Dim>& jb, bool pb) {
-    const Vec3T<S> la = ja.arm(pa), lb = jb.arm(pb);
+    const Vec3T<S> la = ja.arm(pa);
     Mat3T<S> P, Q;
     for (int c = 0; c < 3; ++c) {
       P.col(c) = K.template block<3, 1>(0, c) - la.cross(Vec3T<S>(K.template block<3, 1>(3, c)));
       Q.col(c) = K.template block<3, 1>(0, 3 + c) - la.cross(Vec3T<S>(K.template block<3, 1>(3, 3 + c)));
     }
+    arm_k_from(out, ja, pa, P, Q, K.template block<3, 3>(3, 0), K.template block<3, 3>(3, 3), jb, pb);
+  }
+  /// ... for K = diag(k I, K_w) (LeafBlocks::SharedBlockDiagonal): P = k I, Q = -L_a K_w, R = 0,
+  /// T = W_a K_w; the same numbers as arm_k on K written out (its zero blocks add exact zeros).
+  template <class Out>
+  static void arm_k(Out& out, const JointRows<S, Dim>& ja, bool pa, const SharedLeafDiagonalK& K, const JointRows<S, Dim>& jb,
+                    bool pb) {
+    const Vec3T<S> la = ja.arm(pa);
+    Mat3T<S> P = Mat3T<S>::Zero(), Q;
+    P.diagonal().setConstant(K.k);
+    for (int c = 0; c < 3; ++c) Q.col(c) = Vec3T<S>::Zero() - la.cross(Vec3T<S>(K.K_w.col(c)));  // 0 - x as arm_k rounds it
+    arm_k_from(out, ja, pa, P, Q, Mat3T<S>::Zero(), K.K_w, jb, pb);
+  }
+  /// A SharedBlockDiagonal leaf's K written out.
+  static void written_K(const Node& leaf, Mat& K) {
+    const auto& held = *static_cast<const SharedLeafDiagonalK*>(leaf.shared_at);
+    K.setZero();
+    if constexpr (Dim == 6) {
+      K.template topLeftCorner<3, 3>().diagonal().setConstant(held.k);
+      K.template bottomRightCorner<3, 3>() = held.K_w;
+    }
+  }
+  /// arm_k's blocks from [P, Q] and K21, K22.
+  template <class Out, class K21, class K22>
+  static void arm_k_from(Out& out, const JointRows<S, Dim>& ja, bool pa, Mat3T<S>& P, const Mat3T<S>& Q, const K21& K_21,
+                         const K22& K_22, const JointRows<S, Dim>& jb, bool pb) {
+    const Vec3T<S> lb = jb.arm(pb);
     const S s = unit_sign(pa) * unit_sign(pb);
     for (int i = 0; i < 3; ++i) P.row(i) += Vec3T<S>(Q.row(i).transpose()).cross(lb).transpose();
     out.template block<3, 3>(0, 0) = s * P;  // a ball joint's rows: this block alone
     for (int k = 3; k < jb.rows; ++k) out.template block<3, 1>(0, k) = s * (Q * jb.axis(k - 3));
     for (int i = 3; i < ja.rows; ++i) {
       const Vec3T<S> w = ja.axis(i - 3);
-      const Vec3T<S> r_i = K.template block<3, 3>(3, 0).transpose() * w, t_i = K.template block<3, 3>(3, 3).transpose() * w;
+      const Vec3T<S> r_i = K_21.transpose() * w, t_i = K_22.transpose() * w;
       out.template block<1, 3>(i, 0) = s * (r_i + t_i.cross(lb)).transpose();
       for (int k = 3; k < jb.rows; ++k) out(i, k) = s * t_i.dot(jb.axis(k - 3));
     }
@@ -888,7 +934,8 @@ class HandleTree {
   InverseMethod method_;
   bool keeps_inverse_;  // BiasPasses::Allowed: a single-joint elimination keeps its Z^+
   std::vector<Node> nodes_;
-  std::vector<SharedLeaf> shared_arena_;  // the Shared leaves' blocks, in the passes' order
+  std::vector<SharedLeafK> shared_arena_;                   // the Shared leaves' blocks, in the passes' order;
+  std::vector<SharedLeafDiagonalK> shared_diagonal_arena_;  // or these (SharedBlockDiagonal)
   std::vector<Multiple> multiples_;  // the several-joint eliminations, in the same order
   /// Every node's blocks start at Eigen's largest alignment, in both arenas: Eigen's vectorised
   /// kernels split their work by the alignment of what they read, so a node's numbers would

@@ -85,7 +85,10 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
   std::vector<int> order;
   for (const auto& s : tree.subtrees()) order.insert(order.end(), s.begin(), s.end());
   for (const auto& level : tree.upper_levels()) order.insert(order.end(), level.begin(), level.end());
-  const bool shared_leaves = leaf_blocks == LeafBlocks::Shared;
+  const bool shared_leaves = leaf_blocks != LeafBlocks::InRows, k_diagonal = leaf_blocks == LeafBlocks::SharedBlockDiagonal;
+  if (k_diagonal && Dim != 6)
+    throw std::invalid_argument("dc::HandleTree: LeafBlocks::SharedBlockDiagonal holds K = diag(k I, K_w) in space (dimension 6), not " +
+                                std::to_string(Dim));
   take_records(order);
   std::size_t shared_size = 0, offset_size = 0;
   for (int id = 0; id < static_cast<int>(nodes_.size()); ++id) {
@@ -94,7 +97,8 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     n.in_rows = !tree.node(id).is_leaf() || !shared_leaves;
     if (!n.in_rows) ++shared_size;
   }
-  shared_arena_.assign(shared_size, SharedLeaf{});
+  if (k_diagonal) shared_diagonal_arena_.assign(shared_size, SharedLeafDiagonalK{});
+  else shared_arena_.assign(shared_size, SharedLeafK{});
   offset_arena_.assign(offset_size, 0);
   std::size_t shared_at = 0, o_at = 0;
   for (int id : order) {
@@ -104,7 +108,10 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     o_at += h + 1;
     for (std::size_t i = 0; i < h; ++i) n.offset_at[i + 1] = n.offset_at[i] + sides_[static_cast<std::size_t>(n.handles()[i])].rows;
     n.handle_rows = static_cast<std::int8_t>(n.uniform_rows());  // at most Dim
-    if (!n.in_rows) n.shared_at = shared_arena_.data() + shared_at++;
+    if (n.in_rows) continue;
+    n.k_diagonal = k_diagonal;
+    if (k_diagonal) n.shared_at = shared_diagonal_arena_.data() + shared_at++;
+    else n.shared_at = shared_arena_.data() + shared_at++;
   }
   for (int id : order) setup_node(id);  // children before parents
   // The K, b, f in rows (r x r, r, r) of the nodes held so, with a several-joint elimination's Z
@@ -325,10 +332,19 @@ template <int RA, int RB, class Out>
     out = c.K_hat().template block<RA, RB>(c.o(a), c.o(b), ma, mb);
     return;
   }
-  const Mat& K = c.shared_at->K;
   const JointRows<S, Dim>& ja = rows[static_cast<std::size_t>(c.handles()[static_cast<std::size_t>(a)])];
   const JointRows<S, Dim>& jb = rows[static_cast<std::size_t>(c.handles()[static_cast<std::size_t>(b)])];
   const bool pa = c.holds_p()[static_cast<std::size_t>(a)] != 0, pb = c.holds_p()[static_cast<std::size_t>(b)] != 0;
+  if constexpr (arm_sized(RA) && arm_sized(RB))
+    if (c.k_diagonal && ja.arm_rows && jb.arm_rows) {
+      using O = std::decay_t<Out>;
+      if constexpr (std::is_base_of_v<Eigen::PlainObjectBase<O>, O>) out.resize(ma, mb);  // a matrix (k_rows'), not a block
+      arm_k(out, ja, pa, *static_cast<const SharedLeafDiagonalK*>(c.shared_at), jb, pb);
+      return;
+    }
+  Mat K_written;  // a block-diagonal K written out, for rows of other kinds
+  if (c.k_diagonal) written_K(c, K_written);
+  const Mat& K = c.k_diagonal ? K_written : static_cast<const SharedLeafK*>(c.shared_at)->K;
   if (ja.unit_rows && jb.unit_rows) {
     out = (unit_sign(pa) * unit_sign(pb)) * K.template block<RA, RB>(0, 0, ma, mb);
     return;

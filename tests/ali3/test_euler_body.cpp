@@ -85,7 +85,7 @@ TEST(EulerBody, ClosedFormTangentIsTheInverseOfEq23) {
     const RandomBody b = random_body(rng);
     const Mat3 A = quaternion<double>(b.p).toRotationMatrix();
     BlockTangent blocks;
-    const Mat6 K_twist = closed_form_tangent(b.m, b.J.inverse(), A, b.p, s, alpha, blocks);
+    const Mat6 K_twist = closed_form_tangent(b.m, b.J.inverse(), A, b.p, s, alpha, blocks).full();
     const Mat7 K = blocks.full();
     const Vec7 x = Vec7::Random();
     EXPECT_LT((blocks.times(x) - K * x).norm(), 1e-15 * (K * x).norm());  // the 7 x 7's zeros left out

@@ -206,6 +206,10 @@ TreeResult tree_solve(const Model& m, const Problem& p, bool shared, const Paral
       if (shared) node.set_shared_b(b);  // T_a = I: the same b at every handle
       else core.set_leaf_bias(node, a, b, p.rows);
       if (bias_only) continue;
+      if (shared && node.k_diagonal) {  // Minv = diag(k I, K_w) (BlockDiagonalLeavesGiveTheNumbersOfFullOnes)
+        node.set_shared_k(Minv(0, 0), Minv.bottomRightCorner<3, 3>());
+        continue;
+      }
       if (shared) {
         node.set_shared_k(Minv);
         continue;
@@ -467,6 +471,19 @@ TEST(TreeSolve, UnitRowsGiveTheNumbersOfTheMultipliedRowsBitForBit) {
 // takes exactly those three types, arm_G() writes out the very rows, and the solution is the
 // written-out rows' to round-off (the same products summed in another order: 1e-12 of the largest
 // entry, where both are about 1e-15 off) and the dense one, in full and bias-only passes.
+/// Holds joint j's rows as arms (JointRows::hold_as_arms) where they have that form, keeping r
+/// and the compliance; whether it did.
+bool hold_as_arms(const Problem& written, int j, Rows& r) {
+  const int n = r.rows;
+  const Vec6 r_held = r.r;
+  const double compliance = r.compliance;
+  const bool grounded = written.sides[static_cast<std::size_t>(j)].body_p == kGround;
+  if (!r.hold_as_arms(Eigen::MatrixXd(r.G_p().topRows(n)), Eigen::MatrixXd(r.G_c().topRows(n)), n, grounded)) return false;
+  r.r = r_held;
+  r.compliance = compliance;
+  return true;
+}
+
 TEST(TreeSolve, ArmRowsGiveTheNumbersOfTheRowsTheyHold) {
   std::mt19937 rng(77);
   std::map<JointType, int> held_as_arms;
@@ -480,14 +497,11 @@ TEST(TreeSolve, ArmRowsGiveTheNumbersOfTheRowsTheyHold) {
       const int n = r.rows;
       const bool grounded = written.sides[j].body_p == kGround;
       const Eigen::MatrixXd G_p = r.G_p().topRows(n), G_c = r.G_c().topRows(n);
-      const Vec6 r_held = r.r;
-      const double compliance = r.compliance;
       const JointType type = m.joints[j].type;
       const bool expected = type == JointType::Spherical || type == JointType::Universal || type == JointType::Revolute;
-      ASSERT_EQ(r.hold_as_arms(G_p, G_c, n, grounded), expected) << "trial " << trial << ", joint " << j << ", " << to_string(type);
+      ASSERT_EQ(hold_as_arms(written, static_cast<int>(j), r), expected) << "trial " << trial << ", joint " << j << ", " << to_string(type);
       if (!expected) continue;
-      r.r = r_held;
-      r.compliance = compliance;
+      EXPECT_EQ(r.r, written.rows[j].r);
       Tree::T::RowsMat G;
       r.arm_G(false, G);
       EXPECT_EQ(Eigen::MatrixXd(G.topRows(n)), G_c) << "trial " << trial << ", joint " << j;
@@ -513,6 +527,45 @@ TEST(TreeSolve, ArmRowsGiveTheNumbersOfTheRowsTheyHold) {
   }
   for (JointType type : {JointType::Spherical, JointType::Universal, JointType::Revolute})
     EXPECT_GT(held_as_arms[type], 3) << to_string(type) << ": the trials did hold such joints so";
+}
+
+// A leaf's K of the form diag(k I, K_w) (ali3's without geometric stiffness) held as k and K_w
+// (LeafBlocks::SharedBlockDiagonal) gives exactly the numbers of the same K held in full: between
+// arm rows arm_k leaves out its zero blocks, which add exact zeros, and rows of other kinds read it
+// written out. Random graphs of every joint type, ball, universal and revolute joints as arms,
+// hard and compliant, full and bias-only passes; and the dense solution.
+TEST(TreeSolve, BlockDiagonalLeavesGiveTheNumbersOfFullOnes) {
+  std::mt19937 rng(78);
+  std::uniform_real_distribution<double> u(0.1, 2.0);
+  int arms = 0;
+  for (int trial = 0; trial < 24; ++trial) {
+    const Model m = random_graph(3 + trial % 7, trial % 3, trial % 4 == 3 ? 1 : 0, rng);
+    const AssemblyTree tree(m, Topology(m), 1);
+    Problem written = random_problem(m, true, trial % 2 == 0 ? 0.0 : 1e-4, rng);
+    for (Mat6& K : written.M_inverse) {
+      const Mat6 spd = random_spd(rng);
+      K.setZero();
+      K.topLeftCorner<3, 3>().diagonal().setConstant(u(rng));
+      K.bottomRightCorner<3, 3>() = spd.bottomRightCorner<3, 3>();
+    }
+    Problem p = written;
+    for (std::size_t j = 0; j < m.joints.size(); ++j) arms += hold_as_arms(written, static_cast<int>(j), p.rows[j]) ? 1 : 0;
+    Tree full(tree, p.sides, InverseMethod::Cholesky, dc::LeafBlocks::Shared);
+    Tree diagonal(tree, p.sides, InverseMethod::Cholesky, dc::LeafBlocks::SharedBlockDiagonal);
+    for (const bool bias_only : {false, true}) {
+      const std::string what = "trial " + std::to_string(trial) + (bias_only ? ", bias only" : "");
+      const TreeResult a = tree_solve(m, p, true, Parallel{}, full, bias_only);
+      const TreeResult b = tree_solve(m, p, true, Parallel{}, diagonal, bias_only);
+      for (std::size_t i = 0; i < a.x.size(); ++i) EXPECT_EQ(a.x[i], b.x[i]) << what << ", body " << i;
+      for (std::size_t j = 0; j < a.lambda.size(); ++j) EXPECT_EQ(a.lambda[j], b.lambda[j]) << what << ", joint " << j;
+      expect_matches_dense(m, written, b, what);
+    }
+  }
+  EXPECT_GT(arms, 24) << "the trials held joints as arms";
+  const Model chain = random_graph(1, 0, 0, rng);
+  const AssemblyTree one(chain, Topology(chain), 1);
+  EXPECT_THROW((dc::HandleTree<double, 3>(one, {{kGround, 0, 2}}, InverseMethod::Cholesky, dc::LeafBlocks::SharedBlockDiagonal)),
+               std::invalid_argument);  // diag(k I, K_w) is a spatial K
 }
 
 // set_tree_rows keeps rows it finds flagged as the unit rows of the same D (a spherical joint's,

@@ -65,7 +65,9 @@ class Ali3 final : public Formulation {
       K_full_.assign(static_cast<std::size_t>(n_), Mat7::Zero());
     }
     per_body_.assign(static_cast<std::size_t>(n_), 0.0);
-    core_ = std::make_unique<Tree>(ctx_.tree, ctx_.joint_blocks.sides(), InverseMethod::Cholesky, dc::LeafBlocks::Shared);
+    // Without geometric stiffness a leaf's T K T' is diag(k I, K_w) (closed_form_tangent): held so.
+    core_ = std::make_unique<Tree>(ctx_.tree, ctx_.joint_blocks.sides(), InverseMethod::Cholesky,
+                                   options.geometric_stiffness ? dc::LeafBlocks::Shared : dc::LeafBlocks::SharedBlockDiagonal);
     rows_.resize(model_.joints.size());
     for (const auto& f : model_.frictions)
       warnings_.push_back("ali3: Coulomb friction '" + f.name + "' is ignored (not supported by this formulation)");
@@ -275,21 +277,24 @@ class Ali3 final : public Formulation {
   }
 
   /// The step's tangent of body i: K = (h^2/4) M_cc^-1, M_cc = M_c + (h^2/4) alpha Psi_q' Psi_q
-  /// (Eq. 23); returns the tree's T K T'. With M_c = M (no geometric stiffness) both are
+  /// (Eq. 23); sets T K T' as its leaf's K. With M_c = M (no geometric stiffness) both are
   /// in closed form: K is block diagonal (euler_block_inverse), and since E(p) p = 0 and
   /// E(p) G(p)' = (p'p) A, T K T' = (h^2/4) diag(I/m, A J'^-1 A') — the inverse of the body's
   /// spatial inertia about its centre of mass, in which the penalty does not appear. With
   /// geometric stiffness M_c is a general symmetric matrix, inverted by Cholesky.
-  Mat6 tangent(int i, double t, double h) {
+  void tangent(int i, double t, double h, Tree::Node& leaf) {
     BodyData& b = body(i);
     const double s = 0.25 * h * h;
     const Vec4 p = b.q.tail<4>();
     const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
     const Mat3& J_inverse = inertia_inverse_[static_cast<std::size_t>(i)];
     b.p_tangent = p;
-    if (!options_.geometric_stiffness)
-      return closed_form_tangent(model_body.mass, J_inverse, state_[static_cast<std::size_t>(i)].q.toRotationMatrix(), p, s,
-                                 options_.alpha, b.K);
+    if (!options_.geometric_stiffness) {
+      const TwistTangent K = closed_form_tangent(model_body.mass, J_inverse, state_[static_cast<std::size_t>(i)].q.toRotationMatrix(),
+                                                 p, s, options_.alpha, b.K);
+      leaf.set_shared_k(K.k, K.K_w);
+      return;
+    }
     Mat7& M_check = M_check_[static_cast<std::size_t>(i)];
     M_check = mass_matrix(model_body.mass, model_body.inertia, p);
     add_geometric_stiffness(i, t, h);
@@ -300,7 +305,7 @@ class Ali3 final : public Formulation {
       throw SimulationError(t, "ali3: the tangent with geometric stiffness of body '" + model_body.name +
                                    "' is not positive definite (large constraint loads): leave out --geometric-stiffness or shorten the step");
     K *= s;
-    return in_twist(K, p);
+    leaf.set_shared_k(in_twist(K, p));
   }
 
   /// (h^2/4) (Phi_qq' lambda + Psi_qq' mu) added to M_c (end of Sect. 4.4): the derivative of the
@@ -353,7 +358,7 @@ class Ali3 final : public Formulation {
     auto leaf_in = [&](int i) {
       auto& node = core_->leaf(i);
       BodyData& b = body(i);
-      if (full) node.set_shared_k(tangent(i, t, h));
+      if (full) tangent(i, t, h, node);
       b.bias = bias_of(i);
       const Vec6 bias_twist = in_twist(b.bias, b.p_tangent);
       node.set_shared_b(bias_twist);

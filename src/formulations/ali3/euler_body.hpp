@@ -107,13 +107,24 @@ struct BlockTangent {
 /// mass, in which the penalty does not appear (E(p) p = 0, E(p) G(p)' = (p'p) A). Writes K and
 /// returns T K T'. A is the body's rotation (from the normalised p), J_inverse its body-frame
 /// inverse inertia.
-inline Mat6 closed_form_tangent(double m, const Mat3& J_inverse, const Mat3& A, const Vec4& p, double s, double alpha,
-                                BlockTangent& K) {
+/// T K T' = diag(k I, K_w), by its two blocks (the tree holds it so: dc::LeafBlocks::SharedBlockDiagonal).
+struct TwistTangent {
+  double k = 0.0;
+  Mat3 K_w = Mat3::Zero();
+  Mat6 full() const {
+    Mat6 K = Mat6::Zero();
+    K.topLeftCorner<3, 3>().diagonal().setConstant(k);
+    K.bottomRightCorner<3, 3>() = K_w;
+    return K;
+  }
+};
+inline TwistTangent closed_form_tangent(double m, const Mat3& J_inverse, const Mat3& A, const Vec4& p, double s, double alpha,
+                                        BlockTangent& K) {
   K.k = s / m;
   K.K_p = s * euler_block_inverse<double>(J_inverse, p, s * alpha);
-  Mat6 K_twist = Mat6::Zero();
-  K_twist.topLeftCorner<3, 3>().diagonal().setConstant(s / m);
-  K_twist.bottomRightCorner<3, 3>().noalias() = s * A * J_inverse * A.transpose();
+  TwistTangent K_twist;
+  K_twist.k = s / m;
+  K_twist.K_w.noalias() = s * A * J_inverse * A.transpose();
   return K_twist;
 }
 
