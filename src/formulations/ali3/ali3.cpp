@@ -37,8 +37,8 @@ struct BodyData {
   double mu = 0.0;               // normalisation multiplier
   BlockTangent K;                // (h^2/4) M_cc^-1 of the last full pass (K_full_ with geometric stiffness)
   Vec4 p_tangent = Vec4::Zero(); // the Euler parameters it was built at: T = diag(I, 2 E(p_tangent))
-  Vec7 bias = Vec7::Zero();      // the leaf's b in the current pass
-  Vec7 delta = Vec7::Zero();     // Delta q of the Newton iteration
+  Vec7 bias = Vec7::Zero();      // the leaf's b in the current pass; a Newton pass writes its
+                                 // solution Delta q over it (x = b + K T' f), which the leaf applies
 };
 
 
@@ -447,7 +447,7 @@ class Ali3 final : public Formulation {
       const bool first = k == 0;
       evaluate_loads(t);
       solve_tree(
-          first, t, h, Level::Position, &BodyData::delta,
+          first, t, h, Level::Position, &BodyData::bias,  // Delta q, applied in the leaf
           [&](int i) -> Vec7 { return -K_times(i, newton_residual(i)); },  // delta_3 (Eq. 27)
           [&](int i) {
             apply_newton_increment(i, h);
@@ -491,11 +491,12 @@ class Ali3 final : public Formulation {
   /// added per joint after the pass); qd, qdd by Eqs. 15-16.
   void apply_newton_increment(int i, double h) {
     BodyData& b = body(i);
-    b.mu += options_.alpha * (psi(b.q.tail<4>()) + b.q.tail<4>().dot(b.delta.tail<4>()));
-    b.q += b.delta;
+    const Vec7& delta = b.bias;  // the pass's solution (newton)
+    b.mu += options_.alpha * (psi(b.q.tail<4>()) + b.q.tail<4>().dot(delta.tail<4>()));
+    b.q += delta;
     trapezoidal_rates(b, h);
     update_state(i);
-    per_body_[static_cast<std::size_t>(i)] = b.delta.squaredNorm();
+    per_body_[static_cast<std::size_t>(i)] = delta.squaredNorm();
   }
 
   /// ||Delta q|| of the last iteration, summed in body order whatever the threads.
