@@ -52,8 +52,13 @@ class Metrics {
   explicit Metrics(const Model&&, const ExternalLoads* = nullptr) = delete;
   /// Evaluates a sample; successive calls accumulate the work of non-conservative loads.
   MetricsSample evaluate(const Snapshot& snapshot);
+  /// The same into `out`, whose per-joint and per-element vectors are reused: a run that keeps
+  /// one sample allocates nothing per sample once they are sized.
+  void evaluate(const Snapshot& snapshot, MetricsSample& out);
   /// Errors of every constraint block at one state (accelerations taken from the state).
   std::vector<ConstraintErrors> constraint_errors(double t, const SystemState& state) const;
+  /// The same into `out` (resized to the blocks; its storage reused).
+  void constraint_errors(double t, const SystemState& state, std::vector<ConstraintErrors>& out) const;
   /// Gravity's potential and the energy stored in the model's springs.
   double potential_energy(const SystemState& state) const { return loads_.potential_energy(state); }
 

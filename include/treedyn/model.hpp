@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -98,8 +99,10 @@ int joint_dof(JointType type);
 /// Number of scalar constraint equations in absolute coordinates (6 - dof).
 inline int joint_constraint_count(JointType type) { return 6 - joint_dof(type); }
 /// The scalar coordinates of a joint that loads and drivers may act on (empty for spherical,
-/// fixed and free joints, whose rotations are not scalar coordinates).
-std::vector<JointCoordinate> joint_coordinates(JointType type);
+/// fixed and free joints, whose rotations are not scalar coordinates). A view of constant tables
+/// (valid for the program's life): the loads and drivers measure them in every right-hand side,
+/// which allocates nothing.
+std::span<const JointCoordinate> joint_coordinates(JointType type);
 
 // ---------------------------------------------------------------------------------------------
 // Force elements and drivers

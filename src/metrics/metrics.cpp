@@ -70,13 +70,18 @@ ConstraintErrors block_errors(const Block& b, const SystemState& state) {
 }  // namespace
 
 std::vector<ConstraintErrors> Metrics::constraint_errors(double t, const SystemState& state) const {
-  std::vector<ConstraintErrors> errors(static_cast<std::size_t>(constraints_.block_count()));
+  std::vector<ConstraintErrors> errors;
+  constraint_errors(t, state, errors);
+  return errors;
+}
+
+void Metrics::constraint_errors(double t, const SystemState& state, std::vector<ConstraintErrors>& out) const {
+  out.assign(static_cast<std::size_t>(constraints_.block_count()), ConstraintErrors{});
   for (int k = 0; k < constraints_.block_count(); ++k) {
     constraints_.visit_block(k, t, state, ConstraintParts::without_jdot(), [&](const auto& b) {
-      if (b.size() > 0) errors[static_cast<std::size_t>(k)] = block_errors(b, state);
+      if (b.size() > 0) out[static_cast<std::size_t>(k)] = block_errors(b, state);
     });
   }
-  return errors;
 }
 
 double Metrics::power(const Snapshot& s) const {
@@ -95,6 +100,11 @@ double Metrics::power(const Snapshot& s) const {
 
 MetricsSample Metrics::evaluate(const Snapshot& s) {
   MetricsSample out;
+  evaluate(s, out);
+  return out;
+}
+
+void Metrics::evaluate(const Snapshot& s, MetricsSample& out) {
   out.t = s.t;
   out.kinetic = kinetic_energy(*model_, s.bodies);
   out.potential = loads_.potential_energy(s.bodies);
@@ -112,13 +122,13 @@ MetricsSample Metrics::evaluate(const Snapshot& s) {
   loads_.update_angle_references(s.bodies);
   out.work_nonconservative = work_;
   out.energy_drift = out.total - energy0_ - work_;
-  out.joints = constraint_errors(s.t, s.bodies);
+  constraint_errors(s.t, s.bodies, out.joints);
+  out.max = ConstraintErrors{};
   for (const ConstraintErrors& e : out.joints) {
     out.max.position = std::max(out.max.position, e.position);
     out.max.velocity = std::max(out.max.velocity, e.velocity);
     out.max.acceleration = std::max(out.max.acceleration, e.acceleration);
   }
-  return out;
 }
 
 }  // namespace treedyn

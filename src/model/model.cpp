@@ -38,16 +38,20 @@ int joint_dof(JointType type) {
   return 0;
 }
 
-std::vector<JointCoordinate> joint_coordinates(JointType type) {
+std::span<const JointCoordinate> joint_coordinates(JointType type) {
   using K = JointCoordinate::Kind;
   using A = JointCoordinate::Axis;
+  static constexpr JointCoordinate revolute[] = {{K::Rotation, A::ParentZ}};
+  static constexpr JointCoordinate prismatic[] = {{K::Translation, A::ParentZ}};
+  static constexpr JointCoordinate cylindrical[] = {{K::Rotation, A::ParentZ}, {K::Translation, A::ParentZ}};
+  static constexpr JointCoordinate universal[] = {{K::Rotation, A::ParentZ}, {K::Rotation, A::ChildX}};
+  static constexpr JointCoordinate planar[] = {{K::Translation, A::ParentX}, {K::Translation, A::ParentY}, {K::Rotation, A::ParentZ}};
   switch (type) {
-    case JointType::Revolute: return {{K::Rotation, A::ParentZ}};
-    case JointType::Prismatic: return {{K::Translation, A::ParentZ}};
-    case JointType::Cylindrical: return {{K::Rotation, A::ParentZ}, {K::Translation, A::ParentZ}};
-    case JointType::Universal: return {{K::Rotation, A::ParentZ}, {K::Rotation, A::ChildX}};
-    case JointType::Planar:
-      return {{K::Translation, A::ParentX}, {K::Translation, A::ParentY}, {K::Rotation, A::ParentZ}};
+    case JointType::Revolute: return revolute;
+    case JointType::Prismatic: return prismatic;
+    case JointType::Cylindrical: return cylindrical;
+    case JointType::Universal: return universal;
+    case JointType::Planar: return planar;
     case JointType::Spherical:
     case JointType::Fixed:
     case JointType::Free: return {};

@@ -451,10 +451,11 @@ SimulationResult run_once(Simulator& sim, const RunOptions& options, const Syste
   double wall = 0.0;  // inside advance_to, the failing call included
   Clock::time_point advancing{};
   bool in_advance = false;
+  MetricsSample m;  // one sample's, its vectors reused from sample to sample
   auto sample = [&](bool first) {
     const Snapshot& snapshot = sim.snapshot();
     check_finite(model, snapshot);
-    const MetricsSample m = metrics.evaluate(snapshot);
+    metrics.evaluate(snapshot, m);
     if (first) result.energy_initial = m.total;
     result.energy_final = m.total;
     if (std::isnan(m.energy_drift) || std::isnan(result.energy_drift_max))

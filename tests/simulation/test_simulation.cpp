@@ -12,6 +12,7 @@
 #include <limits>
 #include <sstream>
 
+#include "allocation_counter.hpp"
 #include "support.hpp"
 #include "treedyn/errors.hpp"
 #include "treedyn/formulations.hpp"
@@ -294,6 +295,37 @@ TEST(Metrics, ConstraintErrorsAreZeroOnTheManifoldAndGrowOffIt) {
   EXPECT_NEAR(metrics.constraint_errors(0.0, s)[1].position, 0.001, 1e-15);
   s[1].a = Vec3(0, 1, 0);  // B accelerating away from A
   EXPECT_NEAR(metrics.constraint_errors(0.0, s)[1].acceleration, 1.0, 1e-15);
+}
+
+// A sample evaluated into the same MetricsSample allocates nothing once its vectors are sized,
+// and gives what a fresh one gives (a revolute chain with a torsion spring: both vectors).
+TEST(Metrics, ASampleEvaluatedIntoTheSameOneAllocatesNothing) {
+  Model chain = make_chain(8, JointType::Revolute);
+  chain.rotational_springs.push_back({.name = "torsion", .joint = 2, .coordinate = 0, .stiffness = 5.0, .damping = 0.1});
+  const ModelPtr model = share(std::move(chain));
+  Simulator sim(model, "dca");
+  Metrics reused(*model), fresh(*model);
+  MetricsSample m;
+  reused.evaluate(sim.snapshot(), m);
+  fresh.evaluate(sim.snapshot());
+  sim.advance_to(0.05);
+  const Snapshot& snapshot = sim.snapshot();
+  const MetricsSample expected = fresh.evaluate(snapshot);
+  if (test::allocations_counted()) {  // not under the sanitizers, which own malloc
+    test::CountAllocations counting;
+    reused.evaluate(snapshot, m);
+    EXPECT_EQ(counting.count(), 0);
+  } else {
+    reused.evaluate(snapshot, m);
+  }
+  EXPECT_EQ(m.total, expected.total);
+  EXPECT_EQ(m.work_nonconservative, expected.work_nonconservative);
+  ASSERT_EQ(m.joints.size(), expected.joints.size());
+  for (std::size_t j = 0; j < m.joints.size(); ++j) EXPECT_EQ(m.joints[j].position, expected.joints[j].position) << j;
+  EXPECT_EQ(m.max.velocity, expected.max.velocity);
+  ASSERT_EQ(m.elements.size(), 1u);
+  EXPECT_EQ(m.elements[0].coordinate, expected.elements[0].coordinate);
+  EXPECT_EQ(m.elements[0].load, expected.elements[0].load);
 }
 
 namespace {

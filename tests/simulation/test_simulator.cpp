@@ -412,10 +412,13 @@ TEST(Simulator, SetsAndReadsOneJoint) {
 }
 
 // A control loop allocates nothing once running: reading the state, setting an effort and a
-// step (dca with rk4, hdca with dopri5 restarting after each input change).
+// step (dca with rk4, hdca with dopri5 restarting after each input change), with a torsion
+// spring, whose angle the loads measure in every right-hand side.
 TEST(Simulator, AControlLoopAllocatesNothing) {
   TREEDYN_SKIP_UNLESS_ALLOCATIONS_COUNTED();
-  const ModelPtr model = share(make_chain(16, JointType::Revolute));
+  Model chain = make_chain(16, JointType::Revolute);
+  chain.rotational_springs.push_back({.name = "torsion", .joint = 3, .coordinate = 0, .stiffness = 2.0, .damping = 0.1});
+  const ModelPtr model = share(std::move(chain));
   for (const char* name : {"dca", "hdca"}) {
     FormulationSettings s = fixed_step(name);
     if (std::string(name) == "hdca") s.integrator = "dopri5";
