@@ -565,6 +565,16 @@ class HandleTree {
   HandleTree& operator=(const HandleTree&) = delete;
 
   const AssemblyTree& tree() const { return *tree_; }
+  /// Whether this tree is what the constructor makes of `tree` with these arguments: another
+  /// solver may then run its passes on it instead of holding its own (between this one's
+  /// passes, whose blocks it overwrites: only for an owner that rebuilds what it reads at every
+  /// pass, as BiasPasses::Never trees do).
+  bool made_as(const AssemblyTree& tree, const std::vector<JointSides>& sides, InverseMethod method, LeafBlocks leaf_blocks,
+               BiasPasses bias_passes) const {
+    auto same = [](const JointSides& a, const JointSides& b) { return a.body_p == b.body_p && a.body_c == b.body_c && a.rows == b.rows; };
+    return &tree == tree_ && method == method_ && leaf_blocks == leaf_blocks_ && (bias_passes == BiasPasses::Allowed) == keeps_inverse_ &&
+           std::equal(sides.begin(), sides.end(), sides_.begin(), sides_.end(), same);
+  }
   Node& node(int id) { return nodes_[static_cast<std::size_t>(id)]; }
   const Node& node(int id) const { return nodes_[static_cast<std::size_t>(id)]; }
   Node& leaf(int body) { return node(tree_->leaf_of(body)); }
@@ -932,6 +942,7 @@ class HandleTree {
   const AssemblyTree* tree_;
   std::vector<JointSides> sides_;
   InverseMethod method_;
+  LeafBlocks leaf_blocks_;
   bool keeps_inverse_;  // BiasPasses::Allowed: a single-joint elimination keeps its Z^+
   std::vector<Node> nodes_;
   std::vector<SharedLeafK> shared_arena_;                   // the Shared leaves' blocks, in the passes' order;

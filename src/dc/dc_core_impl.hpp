@@ -72,6 +72,7 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     : tree_(&tree),
       sides_(std::move(sides)),
       method_(method),
+      leaf_blocks_(leaf_blocks),
       keeps_inverse_(bias_passes == BiasPasses::Allowed),
       nodes_(tree.nodes().size()) {
   static_assert(offsetof(Node, multiple) <= 64, "the fields every pass reads at a node fit in a cache line");

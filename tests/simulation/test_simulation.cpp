@@ -429,7 +429,8 @@ TEST(Simulation, MetricsReportEachForceElementByItsLaw) {
 
 // Issue 24: a run's trajectory does not depend on how often it is sampled. Every formulation on
 // the four-bar, sampled every 0.01 s and only at its end: the final states are equal bit for bit
-// (sampling reads the state; nothing it computes may feed the stepping).
+// (sampling reads the state; nothing it computes may feed the stepping: hdca's reporter runs its
+// passes on its engine's tree, and its loop's multipliers must be the engine's own).
 TEST(Simulation, TheFinalStateDoesNotDependOnTheSampling) {
   const ModelPtr model = share(read_model_file(test::model_path("four_bar")));
   for (const FormulationInfo& info : formulation_catalog()) {

@@ -8,14 +8,18 @@ namespace treedyn::jc {
 
 AccelerationSolver::AccelerationSolver(const Model& model, const Topology& topology, const AssemblyTree& tree,
                                        const ExternalLoads* external, const Threading& threading, double baumgarte_alpha,
-                                       double baumgarte_beta, const JointSpace* joints)
+                                       double baumgarte_beta, const JointSpace* joints, dc::HandleTree<double, 6>* core)
     : model_(model),
       topology_(topology),
       tree_(tree),
       own_joints_(joints ? std::nullopt : std::optional<JointSpace>(std::in_place, model, topology_)),
       joints_(joints ? *joints : *own_joints_),
       layout_(make_layout(model, joints_)),
-      core_(tree_, layout_.sides, InverseMethod::Cholesky, dc::LeafBlocks::InRows, dc::BiasPasses::Never),
+      own_core_(core && core->made_as(tree_, layout_.sides, InverseMethod::Cholesky, dc::LeafBlocks::InRows, dc::BiasPasses::Never)
+                    ? std::nullopt
+                    : std::optional<dc::HandleTree<double, 6>>(std::in_place, tree_, layout_.sides, InverseMethod::Cholesky,
+                                                               dc::LeafBlocks::InRows, dc::BiasPasses::Never)),
+      core_(own_core_ ? *own_core_ : *core),
       loads_(model, external),
       parallel_(threading),
       baumgarte_alpha_(baumgarte_alpha),

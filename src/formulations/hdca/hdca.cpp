@@ -24,7 +24,7 @@ class Hdca final : public OdeFormulation {
         topology_(model()),
         tree_(model(), topology_, options.threading.threads),
         engine_(model(), topology_, tree_, external_loads(), options.threading, options.inverse),
-        reporter_(model(), topology_, tree_, external_loads(), options.threading, 0.0, 0.0, &engine_.joints()),
+        reporter_(model(), topology_, tree_, external_loads(), options.threading, 0.0, 0.0, &engine_.joints(), shared_core()),
         error_control_(options.error_control) {
     if (!model().drivers.empty())
       throw std::invalid_argument("hdca: drivers (prescribed joint motion) are not supported; use reference");
@@ -38,6 +38,13 @@ class Hdca final : public OdeFormulation {
   }
 
   std::string name() const override { return "hdca"; }
+
+  /// The engine's tree for the reporter, where both are spatial trees in double (the reporter
+  /// checks the rest: HandleTree::made_as).
+  dc::HandleTree<double, 6>* shared_core() {
+    if constexpr (std::is_same_v<S, double> && hdca::Engine<Kin>::Dim == 6) return &engine_.core();
+    else return nullptr;
+  }
   const ThreadGovernor* thread_governor() const override { return engine_.parallel().governor(); }
 
   // Outputs use their own velocities (v_out_): v_ belongs to the right-hand side, and

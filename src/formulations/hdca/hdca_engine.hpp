@@ -61,6 +61,10 @@ class Engine {
   std::span<const Vec> twists() const { return V_; }
   /// True if the last velocity solve met a singular elimination (redundant or singular loops).
   bool singular() const { return core_.any_singular(); }
+  /// Its tree, on which the reporter (jc::AccelerationSolver) may run its passes between the
+  /// engine's: every right-hand side rebuilds the blocks it reads (BiasPasses::Never), and reads
+  /// the loops' multipliers (momentum_rates) after its own velocities() pass.
+  dc::HandleTree<S, Dim>& core() { return core_; }
 
  private:
   struct Incidence {  // a tree joint at a body
