@@ -8,18 +8,19 @@ namespace treedyn::jc {
 
 AccelerationSolver::AccelerationSolver(const Model& model, const Topology& topology, const AssemblyTree& tree,
                                        const ExternalLoads* external, const Threading& threading, double baumgarte_alpha,
-                                       double baumgarte_beta, const JointSpace* joints, dc::HandleTree<double, 6>* core)
+                                       double baumgarte_beta, const Borrowed& borrowed)
     : model_(model),
       topology_(topology),
       tree_(tree),
-      own_joints_(joints ? std::nullopt : std::optional<JointSpace>(std::in_place, model, topology_)),
-      joints_(joints ? *joints : *own_joints_),
+      own_joints_(borrowed.joints ? std::nullopt : std::optional<JointSpace>(std::in_place, model, topology_)),
+      joints_(borrowed.joints ? *borrowed.joints : *own_joints_),
       layout_(make_layout(model, joints_)),
-      own_core_(core && core->made_as(tree_, layout_.sides, InverseMethod::Cholesky, dc::LeafBlocks::InRows, dc::BiasPasses::Never)
+      own_core_(borrowed.core &&
+                        borrowed.core->made_as(tree_, layout_.sides, InverseMethod::Cholesky, dc::LeafBlocks::InRows, dc::BiasPasses::Never)
                     ? std::nullopt
                     : std::optional<dc::HandleTree<double, 6>>(std::in_place, tree_, layout_.sides, InverseMethod::Cholesky,
                                                                dc::LeafBlocks::InRows, dc::BiasPasses::Never)),
-      core_(own_core_ ? *own_core_ : *core),
+      core_(own_core_ ? *own_core_ : *borrowed.core),
       loads_(model, external),
       parallel_(threading),
       baumgarte_alpha_(baumgarte_alpha),
@@ -28,7 +29,8 @@ AccelerationSolver::AccelerationSolver(const Model& model, const Topology& topol
       rows_(model.joints.size()),
       wrenches_(model.bodies.size()),
       J_inverse_(model.bodies.size()),
-      inertia_(principal_inertias(model)),
+      own_inertia_(borrowed.inertia ? std::vector<PrincipalInertia>() : principal_inertias(model)),
+      inertia_(borrowed.inertia ? *borrowed.inertia : own_inertia_),
       handle_offset_(model.bodies.size() + 1, 0) {
   for (int b = 0; b < model.body_count(); ++b)
     handle_offset_[static_cast<std::size_t>(b) + 1] = handle_offset_[static_cast<std::size_t>(b)] + core_.leaf(b).size();

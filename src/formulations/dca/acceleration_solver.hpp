@@ -15,6 +15,17 @@
 
 namespace treedyn::jc {
 
+/// What an AccelerationSolver may take from another instead of making its own (hdca's
+/// reporter, from its engine); each may be null, and what is given must outlive the solver.
+struct AccelerationSolverParts {
+  const JointSpace* joints = nullptr;  // the same model's and topology's joint space
+  /// A tree to run its passes on where it is the one it would make (HandleTree::made_as); its
+  /// blocks are overwritten, so its owner must rebuild every block it reads in each pass, as
+  /// hdca's engine does (0.5 KB a body less on a ball-joint chain).
+  dc::HandleTree<double, 6>* core = nullptr;
+  const std::vector<PrincipalInertia>* inertia = nullptr;  // the model's, principal_inertias(model)
+};
+
 class AccelerationSolver {
  public:
   /// Stages marked in the timer given to evaluate(), in this order.
@@ -22,16 +33,13 @@ class AccelerationSolver {
     return StageTimer{"kinematics", "rows", "assemble", "base", "disassemble", "joint_accelerations"};
   }
 
+  using Borrowed = AccelerationSolverParts;
+
   /// Refers to `model`, its `topology` and assembly `tree` (for `threading.threads` threads) and
-  /// `external` (may be null), which must outlive it (hdca's reporter shares its engine's). With
-  /// `joints` (the same model's and topology's, outliving it too) it uses that joint space
-  /// instead of making its own: hdca's reporter uses its engine's. With `core` (outliving it) it
-  /// runs its passes on that tree where it is the one it would make (HandleTree::made_as), and
-  /// overwrites its blocks: hdca's reporter runs on its engine's, which rebuilds every block it
-  /// reads in each right-hand side (0.4 KB a body less on a ball-joint chain).
+  /// `external` (may be null), which must outlive it (hdca's reporter shares its engine's).
   AccelerationSolver(const Model& model, const Topology& topology, const AssemblyTree& tree, const ExternalLoads* external,
                      const Threading& threading, double baumgarte_alpha = 0.0, double baumgarte_beta = 0.0,
-                     const JointSpace* joints = nullptr, dc::HandleTree<double, 6>* core = nullptr);
+                     const Borrowed& borrowed = {});
   /// Whether it runs on a tree it was given.
   bool shares_core() const { return !own_core_.has_value(); }
   AccelerationSolver(const AccelerationSolver&) = delete;
@@ -83,7 +91,8 @@ class AccelerationSolver {
   // Each body's applied wrench, made F_e = wrench - [0; w x (J w)] in place by leaf_coefficients.
   std::vector<Vec6> wrenches_;
   std::vector<Mat3> J_inverse_;           // global (per evaluation)
-  std::vector<PrincipalInertia> inertia_;  // body frame, in principal axes (constant)
+  std::vector<PrincipalInertia> own_inertia_;      // unless it uses another's
+  const std::vector<PrincipalInertia>& inertia_;  // body frame, in principal axes (constant)
   std::vector<Vec3> handle_l_;                     // l_h of every body's handles, body after body
   std::vector<int> handle_offset_;                 // where each body's l_h start
   std::span<Vec3> handles_of(int b);

@@ -24,7 +24,7 @@ class Hdca final : public OdeFormulation {
         topology_(model()),
         tree_(model(), topology_, options.threading.threads),
         engine_(model(), topology_, tree_, external_loads(), options.threading, options.inverse),
-        reporter_(model(), topology_, tree_, external_loads(), options.threading, 0.0, 0.0, &engine_.joints(), shared_core()),
+        reporter_(model(), topology_, tree_, external_loads(), options.threading, 0.0, 0.0, borrowed()),
         error_control_(options.error_control) {
     if (!model().drivers.empty())
       throw std::invalid_argument("hdca: drivers (prescribed joint motion) are not supported; use reference");
@@ -39,11 +39,16 @@ class Hdca final : public OdeFormulation {
 
   std::string name() const override { return "hdca"; }
 
-  /// The engine's tree for the reporter, where both are spatial trees in double (the reporter
-  /// checks the rest: HandleTree::made_as).
-  dc::HandleTree<double, 6>* shared_core() {
-    if constexpr (std::is_same_v<S, double> && hdca::Engine<Kin>::Dim == 6) return &engine_.core();
-    else return nullptr;
+  /// What the reporter takes from the engine: its joint space; in space its bodies' principal
+  /// inertias, and its tree where both are spatial trees in double (the reporter checks the
+  /// rest: HandleTree::made_as).
+  jc::AccelerationSolver::Borrowed borrowed() {
+    jc::AccelerationSolver::Borrowed b{.joints = &engine_.joints()};
+    if constexpr (hdca::Engine<Kin>::Dim == 6) {
+      b.inertia = &engine_.kinematics().principal_inertias();
+      if constexpr (std::is_same_v<S, double>) b.core = &engine_.core();
+    }
+    return b;
   }
   const ThreadGovernor* thread_governor() const override { return engine_.parallel().governor(); }
 

@@ -13,7 +13,7 @@ SpatialKinematics<S>::SpatialKinematics(const Model& model, const Topology& topo
       bodies_(initial_state(model)),
       blocks_(loop_joints_.size()),
       wrenches_(model.bodies.size()),
-      inertia_(principal_inertias(model)),
+      inertia_(treedyn::principal_inertias(model)),
       loop_point_(loop_joints_.size(), Point::Zero()),
       inverse_inertia_(model.bodies.size()),
       loop_rows_(loop_joints_.size()) {

@@ -72,6 +72,8 @@ class SpatialKinematics {
   /// read it four times a right-hand side, 24 bytes a body where the BodyState takes 152.
   const Point& com(int b) const { return com_[static_cast<std::size_t>(b)]; }
   const typename G::InverseInertia& inverse_inertia(int b) const { return inverse_inertia_[static_cast<std::size_t>(b)]; }
+  /// The bodies' inertias in their principal axes (constant; hdca's reporter reads them too).
+  const std::vector<PrincipalInertia>& principal_inertias() const { return inertia_; }
   const Point& tree_point(int k) const {
     if constexpr (kDouble) return motion_[static_cast<std::size_t>(k)].point;
     else return tree_point_[static_cast<std::size_t>(k)];
