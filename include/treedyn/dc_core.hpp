@@ -334,6 +334,7 @@ struct JointRows {
 struct JointSides {
   int body_p = kGround, body_c = kGround;
   int rows = 0;
+  bool operator==(const JointSides&) const = default;
 };
 
 /// The base connection's elimination: the root's handles against ground (paper 001, Eqs. 43, 45),
@@ -571,9 +572,8 @@ class HandleTree {
   /// pass, as BiasPasses::Never trees do).
   bool made_as(const AssemblyTree& tree, const std::vector<JointSides>& sides, InverseMethod method, LeafBlocks leaf_blocks,
                BiasPasses bias_passes) const {
-    auto same = [](const JointSides& a, const JointSides& b) { return a.body_p == b.body_p && a.body_c == b.body_c && a.rows == b.rows; };
     return &tree == tree_ && method == method_ && leaf_blocks == leaf_blocks_ && (bias_passes == BiasPasses::Allowed) == keeps_inverse_ &&
-           std::equal(sides.begin(), sides.end(), sides_.begin(), sides_.end(), same);
+           sides == sides_;
   }
   Node& node(int id) { return nodes_[static_cast<std::size_t>(id)]; }
   const Node& node(int id) const { return nodes_[static_cast<std::size_t>(id)]; }
@@ -624,14 +624,14 @@ class HandleTree {
     // A leaf does not copy its handles' loads: they are read where its parent holds them
     // (pull_loads), or, at a root, where the base connection put them (a Shared root: the base's
     // multipliers).
+    const bool p_side = leaf.holds_p()[static_cast<std::size_t>(i)] != 0;
     const S* lambda = pulls(leaf)[i];
-    Vec at_base;
     if (lambda == nullptr && leaf.in_rows) lambda = leaf.f_hat().data() + leaf.o(i);
     if (lambda == nullptr) {
-      at_base = multiplier(joint);
-      lambda = at_base.data();
+      f = joint_load(joint, p_side, rows);
+      return;
     }
-    rows_load(j, leaf.holds_p()[static_cast<std::size_t>(i)] != 0, lambda, f);
+    rows_load(j, p_side, lambda, f);
   }
   /// The load G_s' lambda that `joint` puts on its body on side s (the p side if `p_side`) as
   /// the last pass left it: what load() read at that body's leaf during the pass, valid after it.

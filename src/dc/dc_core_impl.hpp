@@ -337,10 +337,11 @@ template <int RA, int RB, class Out>
   const JointRows<S, Dim>& jb = rows[static_cast<std::size_t>(c.handles()[static_cast<std::size_t>(b)])];
   const bool pa = c.holds_p()[static_cast<std::size_t>(a)] != 0, pb = c.holds_p()[static_cast<std::size_t>(b)] != 0;
   if constexpr (arm_sized(RA) && arm_sized(RB))
-    if (c.k_diagonal && ja.arm_rows && jb.arm_rows) {
+    if (ja.arm_rows && jb.arm_rows) {  // arm rows both sides (never unit rows): by cross products
       using O = std::decay_t<Out>;
       if constexpr (std::is_base_of_v<Eigen::PlainObjectBase<O>, O>) out.resize(ma, mb);  // a matrix (k_rows'), not a block
-      arm_k(out, ja, pa, *static_cast<const SharedLeafDiagonalK*>(c.shared_at), jb, pb);
+      if (c.k_diagonal) arm_k(out, ja, pa, *static_cast<const SharedLeafDiagonalK*>(c.shared_at), jb, pb);
+      else arm_k(out, ja, pa, static_cast<const SharedLeafK*>(c.shared_at)->K, jb, pb);
       return;
     }
   Mat K_written;  // a block-diagonal K written out, for rows of other kinds
@@ -352,13 +353,6 @@ template <int RA, int RB, class Out>
   }
   if constexpr (arm_sized(Eigen::Dynamic))
     if (ja.arm_rows || jb.arm_rows) {
-      if constexpr (arm_sized(RA) && arm_sized(RB))
-        if (ja.arm_rows && jb.arm_rows) {
-          using O = std::decay_t<Out>;
-          if constexpr (std::is_base_of_v<Eigen::PlainObjectBase<O>, O>) out.resize(ma, mb);  // a matrix (k_rows'), not a block
-          arm_k(out, ja, pa, K, jb, pb);
-          return;
-        }
       typename T::RowsMat Ga, Gb;  // one side's arm rows beside other rows: written out (loops of ball joints)
       if (ja.arm_rows) ja.arm_G(pa, Ga);
       else Ga.topRows(ma) = rows_of(ja, pa).topRows(ma);

@@ -101,12 +101,6 @@ struct BlockTangent {
   }
 };
 
-/// The Newton tangent without geometric stiffness (M_c = M), in closed form: with
-/// s = h^2 / 4, K = s M_cc^-1, M_cc = M + s alpha Psi_q' Psi_q (Eq. 23), block diagonal, and
-/// T K T' = s diag(I/m, A J^-1 A') — the inverse of the body's spatial inertia about its centre of
-/// mass, in which the penalty does not appear (E(p) p = 0, E(p) G(p)' = (p'p) A). Writes K and
-/// returns T K T'. A is the body's rotation (from the normalised p), J_inverse its body-frame
-/// inverse inertia.
 /// T K T' = diag(k I, K_w), by its two blocks (the tree holds it so: dc::LeafBlocks::SharedBlockDiagonal).
 struct TwistTangent {
   double k = 0.0;
@@ -118,6 +112,13 @@ struct TwistTangent {
     return K;
   }
 };
+
+/// The Newton tangent without geometric stiffness (M_c = M), in closed form: with
+/// s = h^2 / 4, K = s M_cc^-1, M_cc = M + s alpha Psi_q' Psi_q (Eq. 23), block diagonal, and
+/// T K T' = s diag(I/m, A J^-1 A') — the inverse of the body's spatial inertia about its centre of
+/// mass, in which the penalty does not appear (E(p) p = 0, E(p) G(p)' = (p'p) A). Writes K and
+/// returns T K T' (TwistTangent). A is the body's rotation (from the normalised p), J_inverse its body-frame
+/// inverse inertia.
 inline TwistTangent closed_form_tangent(double m, const Mat3& J_inverse, const Mat3& A, const Vec4& p, double s, double alpha,
                                         BlockTangent& K) {
   K.k = s / m;

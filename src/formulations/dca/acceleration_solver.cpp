@@ -8,7 +8,7 @@ namespace treedyn::jc {
 
 AccelerationSolver::AccelerationSolver(const Model& model, const Topology& topology, const AssemblyTree& tree,
                                        const ExternalLoads* external, const Threading& threading, double baumgarte_alpha,
-                                       double baumgarte_beta, const Borrowed& borrowed)
+                                       double baumgarte_beta, const AccelerationSolverParts& borrowed)
     : model_(model),
       topology_(topology),
       tree_(tree),

@@ -33,15 +33,11 @@ class AccelerationSolver {
     return StageTimer{"kinematics", "rows", "assemble", "base", "disassemble", "joint_accelerations"};
   }
 
-  using Borrowed = AccelerationSolverParts;
-
   /// Refers to `model`, its `topology` and assembly `tree` (for `threading.threads` threads) and
   /// `external` (may be null), which must outlive it (hdca's reporter shares its engine's).
   AccelerationSolver(const Model& model, const Topology& topology, const AssemblyTree& tree, const ExternalLoads* external,
                      const Threading& threading, double baumgarte_alpha = 0.0, double baumgarte_beta = 0.0,
-                     const Borrowed& borrowed = {});
-  /// Whether it runs on a tree it was given.
-  bool shares_core() const { return !own_core_.has_value(); }
+                     const AccelerationSolverParts& borrowed = {});
   AccelerationSolver(const AccelerationSolver&) = delete;
   AccelerationSolver& operator=(const AccelerationSolver&) = delete;
 

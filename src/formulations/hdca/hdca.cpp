@@ -42,8 +42,8 @@ class Hdca final : public OdeFormulation {
   /// What the reporter takes from the engine: its joint space; in space its bodies' principal
   /// inertias, and its tree where both are spatial trees in double (the reporter checks the
   /// rest: HandleTree::made_as).
-  jc::AccelerationSolver::Borrowed borrowed() {
-    jc::AccelerationSolver::Borrowed b{.joints = &engine_.joints()};
+  jc::AccelerationSolverParts borrowed() {
+    jc::AccelerationSolverParts b{.joints = &engine_.joints()};
     if constexpr (hdca::Engine<Kin>::Dim == 6) {
       b.inertia = &engine_.kinematics().principal_inertias();
       if constexpr (std::is_same_v<S, double>) b.core = &engine_.core();
