@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "allocation_counter.hpp"
+#include "formulations/implicit/body_data.hpp"
 #include "support.hpp"
 #include "treedyn/errors.hpp"
 #include "treedyn/generators.hpp"
@@ -19,7 +20,7 @@ namespace {
 
 const char* const kSchemes[] = {"half-implicit", "fully-implicit"};
 
-FormulationSettings implicit(double dt, ImplicitOptions::LinearSolver solver = ImplicitOptions::LinearSolver::Tree) {
+FormulationSettings implicit_settings(double dt, ImplicitOptions::LinearSolver solver = ImplicitOptions::LinearSolver::Tree) {
   FormulationSettings s;
   s.dt = dt;
   s.implicit.linear_solver = solver;
@@ -35,7 +36,7 @@ double deviation_from_reference(const Model& m, const std::string& scheme, doubl
   ref_settings.rtol = ref_settings.atol = 1e-11;
   test::Recorder ref, rec;
   EXPECT_TRUE(test::simulate(m, "reference", ref_settings, t_end, 0.01, &ref).ok());
-  const auto r = test::simulate(m, scheme, implicit(h), t_end, 0.01, &rec);
+  const auto r = test::simulate(m, scheme, implicit_settings(h), t_end, 0.01, &rec);
   EXPECT_TRUE(r.ok()) << r.message;
   return test::max_position_difference(ref, rec);
 }
@@ -45,7 +46,7 @@ double deviation_from_reference(const Model& m, const std::string& scheme, doubl
 /// the last solution and velocities J V = -Phi_t (the projector, to 1e-13).
 double velocity_deviation_from_kinematics(const Model& m, const std::string& scheme, double h, double t_end) {
   test::Recorder rec;
-  const auto r = test::simulate(m, scheme, implicit(h), t_end, 0.01, &rec);
+  const auto r = test::simulate(m, scheme, implicit_settings(h), t_end, 0.01, &rec);
   EXPECT_TRUE(r.ok()) << r.message;
   ConstraintProjector projector(m);
   SystemState exact = initial_state(m);
@@ -81,8 +82,8 @@ TEST(Implicit, DoublePendulumConvergesAtFirstOrder) {
 TEST(Implicit, HalfImplicitKeepsEnergyFullyImplicitDrainsIt) {
   const Model m = model("hi_double_pendulum");
   test::Recorder half, fully;
-  ASSERT_TRUE(test::simulate(m, "half-implicit", implicit(1e-3), 8.0, 0.1, &half).ok());
-  ASSERT_TRUE(test::simulate(m, "fully-implicit", implicit(1e-3), 8.0, 0.1, &fully).ok());
+  ASSERT_TRUE(test::simulate(m, "half-implicit", implicit_settings(1e-3), 8.0, 0.1, &half).ok());
+  ASSERT_TRUE(test::simulate(m, "fully-implicit", implicit_settings(1e-3), 8.0, 0.1, &fully).ok());
   for (const MetricsSample& s : half.metrics) EXPECT_LT(std::abs(s.energy_drift), 5.0) << "t = " << s.t;
   EXPECT_LT(fully.metrics.back().energy_drift, -100.0);
   for (std::size_t k = 1; k < fully.metrics.size(); ++k)  // backward Euler only ever dissipates here
@@ -97,7 +98,7 @@ TEST(Implicit, DrivenMechanismsFollowTheirKinematicSolution) {
     const Model m = model(name);
     for (const char* scheme : kSchemes) {
       test::Recorder rec;
-      ASSERT_TRUE(test::simulate(m, scheme, implicit(1e-3), 1.0, 0.01, &rec).ok());
+      ASSERT_TRUE(test::simulate(m, scheme, implicit_settings(1e-3), 1.0, 0.01, &rec).ok());
       for (const MetricsSample& s : rec.metrics) EXPECT_LT(s.max.position, 1e-9) << name << " t = " << s.t;
       const double e1 = velocity_deviation_from_kinematics(m, scheme, 2e-3, 1.0);
       const double e2 = velocity_deviation_from_kinematics(m, scheme, 1e-3, 1.0);
@@ -118,8 +119,8 @@ TEST(Implicit, TreeAndSparseSolversAgree) {
     const Model m = model(name);
     for (const char* scheme : kSchemes) {
       test::Recorder tree, sparse;
-      ASSERT_TRUE(test::simulate(m, scheme, implicit(1e-3), 0.5, 0.5, &tree).ok());
-      ASSERT_TRUE(test::simulate(m, scheme, implicit(1e-3, ImplicitOptions::LinearSolver::Sparse), 0.5, 0.5, &sparse).ok());
+      ASSERT_TRUE(test::simulate(m, scheme, implicit_settings(1e-3), 0.5, 0.5, &tree).ok());
+      ASSERT_TRUE(test::simulate(m, scheme, implicit_settings(1e-3, ImplicitOptions::LinearSolver::Sparse), 0.5, 0.5, &sparse).ok());
       for (std::size_t k : {std::size_t{0}, tree.snapshots.size() - 1}) {
         const Snapshot &a = tree.snapshots[k], &b = sparse.snapshots[k];
         for (std::size_t i = 0; i < a.bodies.size(); ++i) {
@@ -138,12 +139,33 @@ TEST(Implicit, TreeAndSparseSolversAgree) {
   }
 }
 
+// Every body's M = diag(m I, J_bar) and its inverse K are held by blocks (implicit_core.hpp: k
+// and K_w, and M from the model): M_times and K_times against the 6 x 6 matrices they replaced,
+// on a body with a full inertia (products of inertia), within 1e-14 of the values' size (the
+// 3 x 3 inverse and the 6 x 6 LU one round differently).
+TEST(Implicit, BlockMassAndInverseAreTheSixBySixOnes) {
+  Body body;
+  body.mass = 2.5;
+  body.inertia << 0.30, 0.02, -0.01, 0.02, 0.20, 0.03, -0.01, 0.03, 0.10;
+  Mat6 M = Mat6::Zero();
+  M.topLeftCorner<3, 3>().diagonal().setConstant(body.mass);
+  M.bottomRightCorner<3, 3>() = body.inertia;
+  const Mat6 K = M.inverse();
+  treedyn::implicit::BodyData b;
+  b.k = 1.0 / body.mass;
+  b.K_w = body.inertia.inverse();
+  const Vec6 x = (Vec6() << 1.0, -2.0, 0.5, 0.3, -0.7, 1.1).finished();
+  EXPECT_LE((treedyn::implicit::M_times(body, x) - M * x).norm(), 1e-14 * (M * x).norm());
+  EXPECT_LE((treedyn::implicit::K_times(b, x) - K * x).norm(), 1e-14 * (K * x).norm());
+  EXPECT_LE((treedyn::implicit::K_times(b, treedyn::implicit::M_times(body, x)) - x).norm(), 1e-14 * x.norm());
+}
+
 // Joint reactions from the multipliers against the reference's on the double pendulum (joint 1
 // carries about 1.5 kN): within 2 N at h = 1e-4 (the half-implicit method's are those of the
 // previous step, an O(h) shift).
 TEST(Implicit, ReactionsConvergeToTheReference) {
   const Model m = model("hi_double_pendulum");
-  for (const char* scheme : kSchemes) test::expect_reactions_match_reference(m, scheme, implicit(1e-4), 1e-10, 2.0);
+  for (const char* scheme : kSchemes) test::expect_reactions_match_reference(m, scheme, implicit_settings(1e-4), 1e-10, 2.0);
 }
 
 // Paper 002, Sect. 3.4: Coulomb friction at the slider, explicit from the last normal reaction,
@@ -152,9 +174,9 @@ TEST(Implicit, ReactionsConvergeToTheReference) {
 TEST(Implicit, FrictionOpposesSlidingAndLoadsTheDriver) {
   Model m = model("slider_crank");
   test::Recorder free, rough;
-  ASSERT_TRUE(test::simulate(m, "half-implicit", implicit(1e-3), 1.0, 0.01, &free).ok());
+  ASSERT_TRUE(test::simulate(m, "half-implicit", implicit_settings(1e-3), 1.0, 0.01, &free).ok());
   m.frictions.push_back({"slide_friction", m.joint_index("slide"), 0.4});
-  ASSERT_TRUE(test::simulate(m, "half-implicit", implicit(1e-3), 1.0, 0.01, &rough).ok());
+  ASSERT_TRUE(test::simulate(m, "half-implicit", implicit_settings(1e-3), 1.0, 0.01, &rough).ok());
   int dissipating = 0;
   double torque_change = 0.0;
   for (std::size_t k = 0; k < rough.snapshots.size(); ++k) {
@@ -168,15 +190,15 @@ TEST(Implicit, FrictionOpposesSlidingAndLoadsTheDriver) {
 
 TEST(Implicit, IdenticalForOneAndTwoThreads) {
   for (const char* scheme : kSchemes) {
-    test::expect_identical_for_one_and_two_threads(make_chain(128, JointType::Spherical), scheme, implicit(1e-3), 0.1);
-    test::expect_identical_for_one_and_two_threads(read_model_file(test::model_path("loop8")), scheme, implicit(1e-3), 0.1);
+    test::expect_identical_for_one_and_two_threads(make_chain(128, JointType::Spherical), scheme, implicit_settings(1e-3), 0.1);
+    test::expect_identical_for_one_and_two_threads(read_model_file(test::model_path("loop8")), scheme, implicit_settings(1e-3), 0.1);
   }
 }
 
 // A step too large for the Newton iteration ends the run with status "failed", the time and a
 // message, and keeps the samples already written.
 TEST(Implicit, NonConvergenceEndsTheRunWithAMessage) {
-  FormulationSettings s = implicit(0.25);
+  FormulationSettings s = implicit_settings(0.25);
   s.implicit.newton_max = 3;
   for (const char* scheme : kSchemes) {
     test::Recorder rec;
@@ -188,7 +210,7 @@ TEST(Implicit, NonConvergenceEndsTheRunWithAMessage) {
     EXPECT_FALSE(rec.snapshots.empty());
     // ... and the advice works: a smaller step with more iterations (the default 50) reaches the
     // end (either alone does not: 0.01 s with 3 fails at 0.55 s, 50 at 0.25 s fails at 1.5 s).
-    EXPECT_TRUE(test::simulate(model("hi_double_pendulum"), scheme, implicit(0.01), 2.0, 0.25).completed()) << scheme;
+    EXPECT_TRUE(test::simulate(model("hi_double_pendulum"), scheme, implicit_settings(0.01), 2.0, 0.25).completed()) << scheme;
   }
 }
 
@@ -199,7 +221,7 @@ TEST(Implicit, NonConvergenceEndsTheRunWithAMessage) {
 TEST(Implicit, ANewtonFailureAtASingularPositionSaysSoAndNamesWhatPassesIt) {
   const Model four_bar = model("four_bar");
   for (double h : {0.01, 1e-3}) {
-    const auto r = test::simulate(four_bar, "half-implicit", implicit(h), 30.0, 0.01);
+    const auto r = test::simulate(four_bar, "half-implicit", implicit_settings(h), 30.0, 0.01);
     ASSERT_EQ(r.status, "failed") << h;
     EXPECT_NE(r.message.find("near a singular position of the closed loops"), std::string::npos) << r.message;
     EXPECT_NE(r.message.find("ali3 (its augmented Lagrangian) and hdca pass singular positions"), std::string::npos);
@@ -215,9 +237,9 @@ TEST(Implicit, ANewtonFailureAtASingularPositionSaysSoAndNamesWhatPassesIt) {
 // elimination runs; the sparse LU refuses with a message that says why and what to use.
 TEST(Implicit, RedundantConstraintsNeedTheTreeSolver) {
   const Model m = model("four_bar");
-  EXPECT_TRUE(test::simulate(m, "half-implicit", implicit(1e-3), 0.5, 0.1).ok());
+  EXPECT_TRUE(test::simulate(m, "half-implicit", implicit_settings(1e-3), 0.5, 0.1).ok());
   try {  // the consistent initial accelerations already meet the singular matrix
-    make_formulation("half-implicit", share(m), implicit(1e-3, ImplicitOptions::LinearSolver::Sparse));
+    make_formulation("half-implicit", share(m), implicit_settings(1e-3, ImplicitOptions::LinearSolver::Sparse));
     ADD_FAILURE() << "the sparse solver accepted a singular Newton matrix";
   } catch (const SimulationError& e) {
     EXPECT_NE(std::string(e.what()).find("singular"), std::string::npos) << e.what();
@@ -226,9 +248,9 @@ TEST(Implicit, RedundantConstraintsNeedTheTreeSolver) {
 }
 
 TEST(Implicit, RefusesBadOptions) {
-  FormulationSettings s = implicit(-1.0);
+  FormulationSettings s = implicit_settings(-1.0);
   test::expect_refused(model("hi_double_pendulum"), "half-implicit", s, "step");
-  s = implicit(1e-3);
+  s = implicit_settings(1e-3);
   s.implicit.newton_max = 0;
   test::expect_refused(model("hi_double_pendulum"), "fully-implicit", s, "newton_max");
 }
@@ -239,7 +261,7 @@ TEST(Implicit, RefusesBadOptions) {
 // at the floor, the run goes on with its constraints held to round-off, and a warning counts those
 // steps.
 TEST(Implicit, StopsAtTheRoundOffFloorAndSaysSo) {
-  FormulationSettings s = implicit(1e-3);
+  FormulationSettings s = implicit_settings(1e-3);
   s.implicit.newton_tol = 1e-9;
   test::Recorder rec;
   const auto r = test::simulate(make_spinning_bar_chain(256, 1), "fully-implicit", s, 0.02, 0.01, &rec);
@@ -257,7 +279,7 @@ TEST(Implicit, StepsOnTheTreeAllocateNothing) {
   TREEDYN_SKIP_UNLESS_ALLOCATIONS_COUNTED();
   for (const char* scheme : kSchemes) {
     const Model m = make_chain(32, JointType::Spherical);
-    auto f = make_formulation(scheme, share(m), implicit(1e-3));
+    auto f = make_formulation(scheme, share(m), implicit_settings(1e-3));
     f->advance_to(1e-3);
     test::CountAllocations counting;
     f->advance_to(0.02);

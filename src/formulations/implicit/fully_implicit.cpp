@@ -42,7 +42,7 @@ class FullyImplicit final : public Core {
   /// e_x of Eq. 13 at the iterate.
   Vec6 residual(int i, double) const override {
     const BodyData& b = body(i);
-    return b.M * b.x + load_on(i, blocks_, state_) - b.F;
+    return M_times(model_.bodies[static_cast<std::size_t>(i)], b.x) + load_on(i, blocks_, state_) - b.F;
   }
 
   /// The accelerations and multipliers of t_n+1 are the unknowns.

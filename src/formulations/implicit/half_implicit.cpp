@@ -37,7 +37,7 @@ class HalfImplicit final : public Core {
       BodyData& b = body(i);
       Vec6 free;
       free << b.r_n + h * b.v_n, h * b.w_bar_n;
-      b.x = free + b.K * (h * h * b.F - load_on(i, blocks_n_, state_n_));
+      b.x = free + K_times(b, h * h * b.F - load_on(i, blocks_n_, state_n_));
     });
   }
 
@@ -50,7 +50,7 @@ class HalfImplicit final : public Core {
     const BodyData& b = body(i);
     Vec6 free;
     free << b.r_n + h * b.v_n, h * b.w_bar_n;
-    return b.M * (b.x - free) + load_on(i, blocks_n_, state_n_) - h * h * b.F;
+    return M_times(model_.bodies[static_cast<std::size_t>(i)], b.x - free) + load_on(i, blocks_n_, state_n_) - h * h * b.F;
   }
 
   /// a_n from Eqs. 4a-b; lambda_n = lambda_hat / h^2.

@@ -56,7 +56,7 @@ Core::Core(std::shared_ptr<const Model> model_ptr, const ImplicitOptions& option
       wrenches_(static_cast<std::size_t>(n_)),
       d_mu_(lambda_) {
   check(options);
-  core_ = std::make_unique<Tree>(ctx_.tree, ctx_.joint_blocks.sides(), InverseMethod::Cholesky, dc::LeafBlocks::Shared);
+  core_ = std::make_unique<Tree>(ctx_.tree, ctx_.joint_blocks.sides(), InverseMethod::Cholesky, dc::LeafBlocks::SharedBlockDiagonal);
   if (options.linear_solver == ImplicitOptions::LinearSolver::Sparse) setup_sparse();
   setup_frictions();
   initialise();
@@ -197,15 +197,14 @@ void Core::solve_tree(bool factor, Eigen::VectorXd& multipliers) {
   auto leaf_in = [&](int i) {
     auto& node = core_->leaf(i);
     const BodyData& b = body(i);
-    const Vec6 bias = b.K * b.g;
-    node.set_shared_b(bias);
-    if (factor) node.set_shared_k(b.K);
+    node.set_shared_b(K_times(b, b.g));
+    if (factor) node.set_shared_k(b.k, b.K_w);
   };
   auto leaf_out = [&](int i) {
     auto& node = core_->leaf(i);
     BodyData& b = body(i);
     const Vec6 f = b.g + node.shared_f();
-    b.delta.noalias() = b.K * f;
+    b.delta = K_times(b, f);
   };
   if (factor) core_->solve(rows_, ctx_.parallel, leaf_in, leaf_out);
   else core_->solve_bias(rows_, ctx_.parallel, leaf_in, leaf_out);
@@ -247,10 +246,13 @@ void Core::solve_sparse(bool factor, Eigen::VectorXd& multipliers) {
   const int nx = 6 * n_;
   if (factor) {
     std::vector<Eigen::Triplet<double>> t;
-    for (int i = 0; i < n_; ++i)
-      for (int a = 0; a < 6; ++a)
-        for (int c = 0; c < 6; ++c)
-          if (body(i).M(a, c) != 0.0) t.emplace_back(6 * i + a, 6 * i + c, body(i).M(a, c));
+    for (int i = 0; i < n_; ++i) {  // M_i = diag(m I, J_bar): its nonzero entries, row by row
+      const Body& mb = model_.bodies[static_cast<std::size_t>(i)];
+      for (int a = 0; a < 3; ++a) t.emplace_back(6 * i + a, 6 * i + a, mb.mass);
+      for (int a = 0; a < 3; ++a)
+        for (int c = 0; c < 3; ++c)
+          if (mb.inertia(a, c) != 0.0) t.emplace_back(6 * i + 3 + a, 6 * i + 3 + c, mb.inertia(a, c));
+    }
     for (int j = 0; j < model_.joint_count(); ++j) {
       const Rows& jr = rows_[static_cast<std::size_t>(j)];
       const dc::JointSides& s = ctx_.joint_blocks.sides()[static_cast<std::size_t>(j)];
@@ -311,9 +313,8 @@ void Core::initialise() {
     b.q = s.q.normalized();
     b.v = s.v;
     b.w_bar = b.q.conjugate() * s.w;
-    b.M.topLeftCorner<3, 3>().diagonal().setConstant(mb.mass);
-    b.M.bottomRightCorner<3, 3>() = mb.inertia;
-    b.K = b.M.inverse();
+    b.k = 1.0 / mb.mass;
+    b.K_w = mb.inertia.inverse();
   }
   update_states();
   applied_forces(t_);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../common/tree_context.hpp"
+#include "body_data.hpp"
 #include "treedyn/dc_core.hpp"
 #include "treedyn/formulations/implicit.hpp"
 #include "treedyn/stage_timer.hpp"
@@ -21,19 +22,6 @@ namespace treedyn::implicit {
 
 using Tree = dc::HandleTree<double, 6>;
 using Rows = dc::JointRows<double, 6>;
-
-struct BodyData {
-  Vec3 r, v, w_bar;                        // at the iterate (end of the step once converged)
-  Quat q;                                  // A
-  Vec3 a = Vec3::Zero(), wd_bar = Vec3::Zero();  // reported accelerations
-  Vec3 r_n, v_n, w_bar_n;                  // at t_n
-  Quat q_n;
-  Vec6 F = Vec6::Zero();                   // [f; n_bar - w_bar x J_bar w_bar]
-  Vec6 x = Vec6::Zero();                   // Newton unknowns (see the schemes)
-  Mat6 M = Mat6::Zero(), K = Mat6::Zero(); // diag(m I, J_bar) and its inverse
-  Vec6 g = Vec6::Zero();                   // right-hand side of the body's rows in the solve
-  Vec6 delta = Vec6::Zero();               // the solve's increment of x
-};
 
 /// Friction on one joint, explicit over a step (implicit.hpp).
 struct FrictionLoad {
