@@ -26,6 +26,7 @@ AccelerationSolver::AccelerationSolver(const Model& model, const Topology& topol
       baumgarte_alpha_(baumgarte_alpha),
       baumgarte_beta_(baumgarte_beta),
       bodies_(initial_state(model)),
+      motion_(borrowed.motions ? *borrowed.motions : own_motion_),
       rows_(model.joints.size()),
       wrenches_(model.bodies.size()),
       J_inverse_(model.bodies.size()),

@@ -24,6 +24,11 @@ struct AccelerationSolverParts {
   /// hdca's engine does (0.5 KB a body less on a ball-joint chain).
   dc::HandleTree<double, 6>* core = nullptr;
   const std::vector<PrincipalInertia>* inertia = nullptr;  // the model's, principal_inertias(model)
+  /// Joint motions to make its own in (sized for `joints`), where their owner makes every one it
+  /// reads anew before reading it, as hdca's engine does in each right-hand side (place(), move()):
+  /// the reporter's are made and read within one evaluate() and the reactions() after it
+  /// (0.3 KB a body less on a ball-joint chain).
+  JointMotions* motions = nullptr;
 };
 
 class AccelerationSolver {
@@ -81,7 +86,8 @@ class AccelerationSolver {
   Parallel parallel_;
   double baumgarte_alpha_, baumgarte_beta_;
   SystemState bodies_;
-  JointMotions motion_;
+  JointMotions own_motion_;  // unless it makes them in another's
+  JointMotions& motion_;
   std::vector<Vec3> points_;
   std::vector<Rows6> rows_;
   // Each body's applied wrench, made F_e = wrench - [0; w x (J w)] in place by leaf_coefficients.

@@ -40,12 +40,13 @@ class Hdca final : public OdeFormulation {
   std::string name() const override { return "hdca"; }
 
   /// What the reporter takes from the engine: its joint space; in space its bodies' principal
-  /// inertias, and its tree where both are spatial trees in double (the reporter checks the
-  /// rest: HandleTree::made_as).
+  /// inertias and its joint motions' storage, and its tree where both are spatial trees in double
+  /// (the reporter checks the rest: HandleTree::made_as).
   jc::AccelerationSolverParts borrowed() {
     jc::AccelerationSolverParts b{.joints = &engine_.joints()};
     if constexpr (hdca::Engine<Kin>::Dim == 6) {
       b.inertia = &engine_.kinematics().principal_inertias();
+      b.motions = &engine_.kinematics().motions();
       if constexpr (std::is_same_v<S, double>) b.core = &engine_.core();
     }
     return b;

@@ -74,6 +74,9 @@ class SpatialKinematics {
   const typename G::InverseInertia& inverse_inertia(int b) const { return inverse_inertia_[static_cast<std::size_t>(b)]; }
   /// The bodies' inertias in their principal axes (constant; hdca's reporter reads them too).
   const std::vector<PrincipalInertia>& principal_inertias() const { return inertia_; }
+  /// The joints' motions, which place() and move() make anew in every right-hand side before
+  /// anything here reads them: hdca's reporter makes its own in them at output times.
+  JointMotions& motions() { return motion_; }
   const Point& tree_point(int k) const {
     if constexpr (kDouble) return motion_[static_cast<std::size_t>(k)].point;
     else return tree_point_[static_cast<std::size_t>(k)];
