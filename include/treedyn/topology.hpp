@@ -61,8 +61,12 @@ class Topology {
   int tree_joint_of(int body) const { return tree_joint_of_[static_cast<std::size_t>(body)]; }
   /// The body on the ground side of a body's tree joint (kGround, or kNoBody for a floating root).
   int tree_parent_of(int body) const { return tree_parent_of_[static_cast<std::size_t>(body)]; }
-  /// Joints touching each body.
-  const std::vector<int>& joints_of(int body) const { return joints_of_[static_cast<std::size_t>(body)]; }
+  /// Joints touching each body, ascending (a view of one array that holds every body's, body
+  /// after body, valid while the topology lives).
+  std::span<const int> joints_of(int body) const {
+    const auto b = static_cast<std::size_t>(body);
+    return {body_joints_.data() + body_joint_offset_[b], body_joint_offset_[b + 1] - body_joint_offset_[b]};
+  }
   /// Bodies of each connected sub-system that has no joint to ground.
   const std::vector<std::vector<int>>& floating_subsystems() const { return floating_; }
 
@@ -96,7 +100,9 @@ class Topology {
 
   int body_count_ = 0, equations_ = 0, rank_ = 0, depth_ = 0;  // rank_ -1: RankMethod::None
   std::vector<int> tree_joints_, loop_joints_, tree_joint_of_, tree_parent_of_;
-  std::vector<std::vector<int>> joints_of_, floating_;
+  std::vector<std::size_t> body_joint_offset_;  // joints_of(b) are body_joints_[offset[b], offset[b + 1])
+  std::vector<int> body_joints_;
+  std::vector<std::vector<int>> floating_;
 };
 
 /// A node of an AssemblyTree. Its joint lists lie in its tree's arrays (a std::vector each cost a

@@ -150,12 +150,20 @@ Topology::Topology(const Model& model, RankMethod rank_method)
       equations_(model.constraint_equation_count()),
       tree_joint_of_(static_cast<std::size_t>(model.body_count()), -1),
       tree_parent_of_(static_cast<std::size_t>(model.body_count()), kNoBody),
-      joints_of_(static_cast<std::size_t>(model.body_count())) {
+      body_joint_offset_(static_cast<std::size_t>(model.body_count()) + 1, 0) {
   std::vector<int> ground_joints;
-  for (int j = 0; j < model.joint_count(); ++j) {
-    const Joint& joint = model.joints[static_cast<std::size_t>(j)];
+  for (const Joint& joint : model.joints)  // each body's joint count, then their offsets
     for (int b : {joint.parent, joint.child})
-      (b == kGround ? ground_joints : joints_of_[static_cast<std::size_t>(b)]).push_back(j);
+      if (b != kGround) ++body_joint_offset_[static_cast<std::size_t>(b) + 1];
+  for (std::size_t b = 1; b < body_joint_offset_.size(); ++b) body_joint_offset_[b] += body_joint_offset_[b - 1];
+  body_joints_.resize(body_joint_offset_.back());
+  std::vector<std::size_t> filled(body_joint_offset_.begin(), body_joint_offset_.end() - 1);
+  for (int j = 0; j < model.joint_count(); ++j) {  // in joint order: each body's list ascends
+    const Joint& joint = model.joints[static_cast<std::size_t>(j)];
+    for (int b : {joint.parent, joint.child}) {
+      if (b == kGround) ground_joints.push_back(j);
+      else body_joints_[filled[static_cast<std::size_t>(b)]++] = j;
+    }
   }
   constexpr int kGroundComponent = -2, kUnreached = -1;
   std::vector<int> component(static_cast<std::size_t>(body_count_), kUnreached);
@@ -167,7 +175,7 @@ Topology::Topology(const Model& model, RankMethod rank_method)
     while (!queue.empty()) {
       const int body = queue.front();
       queue.pop_front();
-      for (int j : body == kGround ? ground_joints : joints_of_[static_cast<std::size_t>(body)]) {
+      for (int j : body == kGround ? std::span<const int>(ground_joints) : joints_of(body)) {
         const Joint& joint = model.joints[static_cast<std::size_t>(j)];
         if (in_tree[static_cast<std::size_t>(j)]) continue;
         const int next = other_end(joint, body);

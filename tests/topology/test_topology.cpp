@@ -21,6 +21,22 @@ TEST(Topology, SpatialFourBarHasOneDofAndThreeRedundantConstraints) {
   EXPECT_EQ(t.tree_joints().size(), 3u);
 }
 
+// joints_of lists each body's joints in ascending order, counted from the joints' own ends (a
+// body joined to ground and to two others, and a loop's).
+TEST(Topology, JointsOfABodyAreTheJointsThatTouchIt) {
+  for (const char* name : {"four_bar", "double_loop8", "slider_crank"}) {
+    const Model m = read_model_file(test::model_path(name));
+    const Topology t(m);
+    for (int b = 0; b < m.body_count(); ++b) {
+      std::vector<int> expected;
+      for (int j = 0; j < m.joint_count(); ++j)
+        if (m.joints[static_cast<std::size_t>(j)].parent == b || m.joints[static_cast<std::size_t>(j)].child == b) expected.push_back(j);
+      const std::span<const int> got = t.joints_of(b);
+      EXPECT_EQ(std::vector<int>(got.begin(), got.end()), expected) << name << " body " << b;
+    }
+  }
+}
+
 TEST(Topology, ChainsHaveNoLoopsAndThreeDofPerSphericalJoint) {
   const Topology t(make_chain(16, JointType::Spherical));
   EXPECT_TRUE(t.loop_joints().empty());
