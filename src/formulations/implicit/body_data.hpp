@@ -20,8 +20,7 @@ struct BodyData {
   Vec6 delta = Vec6::Zero();               // the solve's increment of x
   // M = diag(m I, J_bar) (the model's mass and body-frame inertia: M_times) has the inverse
   // K = diag(k I, K_w), k = 1/m, K_w = J_bar^-1, held by its blocks (K_times): 10 numbers where
-  // M and K as 6 x 6 matrices took 72, and the tree's leaves hold K so too
-  // (dc::LeafBlocks::SharedBlockDiagonal).
+  // M and K as 6 x 6 matrices took 72.
   double k = 0.0;
   Mat3 K_w = Mat3::Zero();
 };
@@ -32,6 +31,17 @@ inline Vec6 K_times(const BodyData& b, const Vec6& x) {
   out.head<3>() = b.k * x.head<3>();
   out.tail<3>().noalias() = b.K_w * x.tail<3>();
   return out;
+}
+
+/// K as a 6 x 6, as the tree's leaves hold it (dc::LeafBlocks::Shared). Not as its two blocks
+/// (LeafBlocks::SharedBlockDiagonal, 208 bytes a body less): these rows, in [v; w_bar] with w_bar
+/// in the body's frame, are not arm rows, and the core would write K out for every product in
+/// every full pass (fully-implicit's chain128 3 % slower).
+inline Mat6 K_matrix(const BodyData& b) {
+  Mat6 K = Mat6::Zero();
+  K.topLeftCorner<3, 3>().diagonal().setConstant(b.k);
+  K.bottomRightCorner<3, 3>() = b.K_w;
+  return K;
 }
 
 /// M x for M = diag(m I, J_bar) of a body.

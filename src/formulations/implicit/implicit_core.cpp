@@ -56,7 +56,7 @@ Core::Core(std::shared_ptr<const Model> model_ptr, const ImplicitOptions& option
       wrenches_(static_cast<std::size_t>(n_)),
       d_mu_(lambda_) {
   check(options);
-  core_ = std::make_unique<Tree>(ctx_.tree, ctx_.joint_blocks.sides(), InverseMethod::Cholesky, dc::LeafBlocks::SharedBlockDiagonal);
+  core_ = std::make_unique<Tree>(ctx_.tree, ctx_.joint_blocks.sides(), InverseMethod::Cholesky, dc::LeafBlocks::Shared);
   if (options.linear_solver == ImplicitOptions::LinearSolver::Sparse) setup_sparse();
   setup_frictions();
   initialise();
@@ -198,7 +198,7 @@ void Core::solve_tree(bool factor, Eigen::VectorXd& multipliers) {
     auto& node = core_->leaf(i);
     const BodyData& b = body(i);
     node.set_shared_b(K_times(b, b.g));
-    if (factor) node.set_shared_k(b.k, b.K_w);
+    if (factor) node.set_shared_k(K_matrix(b));  // written out: the rows here are not arm rows (see K_matrix)
   };
   auto leaf_out = [&](int i) {
     auto& node = core_->leaf(i);
