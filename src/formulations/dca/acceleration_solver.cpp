@@ -25,7 +25,7 @@ AccelerationSolver::AccelerationSolver(const Model& model, const Topology& topol
       parallel_(threading),
       baumgarte_alpha_(baumgarte_alpha),
       baumgarte_beta_(baumgarte_beta),
-      bodies_(initial_state(model)),
+      angle_state_(loads_.measures_angles() ? model.bodies.size() : 0),
       motion_(borrowed.motions ? *borrowed.motions : own_motion_),
       rows_(model.joints.size()),
       wrenches_(model.bodies.size()),
@@ -46,21 +46,22 @@ std::span<Vec3> AccelerationSolver::handles_of(int b) {
 }
 
 void AccelerationSolver::evaluate(double t, const Eigen::Ref<const Eigen::VectorXd>& q,
-                                  const Eigen::Ref<const Eigen::VectorXd>& v, StageTimer* timer) {
+                                  const Eigen::Ref<const Eigen::VectorXd>& v, SystemState& bodies, StageTimer* timer) {
   start(timer);
-  joints_.forward_kinematics(q, v, bodies_, motion_);  // serial in tree order
-  loads_.evaluate(t, bodies_, wrenches_);
-  handle_points(model_, layout_, motion_, bodies_, points_);
+  bodies.resize(model_.bodies.size());  // allocates only the first time
+  joints_.forward_kinematics(q, v, bodies, motion_);  // serial in tree order
+  loads_.evaluate(t, bodies, wrenches_);
+  handle_points(model_, layout_, motion_, bodies, points_);
   mark(timer, 0);
-  parallel_.for_each(model_.joint_count(), [&](int j) { joint_rows(j); });
+  parallel_.for_each(model_.joint_count(), [&](int j) { joint_rows(j, bodies); });
   mark(timer, 1);
-  core_.assemble(rows_, parallel_, [&](int b) { leaf_coefficients(b); });
+  core_.assemble(rows_, parallel_, [&](int b) { leaf_coefficients(b, bodies); });
   mark(timer, 2);
   core_.connect_base(rows_);
   mark(timer, 3);
-  core_.disassemble(rows_, parallel_, [&](int b) { body_acceleration(b); });
+  core_.disassemble(rows_, parallel_, [&](int b) { body_acceleration(b, bodies); });
   mark(timer, 4);
-  parallel_.for_each(static_cast<int>(joints_.tree().size()), [&](int k) { joint_acceleration(k); });
+  parallel_.for_each(static_cast<int>(joints_.tree().size()), [&](int k) { joint_acceleration(k, bodies); });
   mark(timer, 5);
   if (!vdot_.allFinite())
     throw SimulationError(t, "the divide-and-conquer solve gave non-finite joint accelerations, first " +
@@ -68,7 +69,7 @@ void AccelerationSolver::evaluate(double t, const Eigen::Ref<const Eigen::Vector
 }
 
 /// D' (A_c - A_p) = D' kappa for a tree joint; J A = gamma (- Baumgarte) for a loop joint.
-void AccelerationSolver::joint_rows(int j) {
+void AccelerationSolver::joint_rows(int j, const SystemState& bodies) {
   const int k = layout_.tree_index[static_cast<std::size_t>(j)];
   Rows6& rows = rows_[static_cast<std::size_t>(j)];
   if (k >= 0) {
@@ -76,8 +77,8 @@ void AccelerationSolver::joint_rows(int j) {
     return;
   }
   const Joint& joint = model_.joints[static_cast<std::size_t>(j)];
-  const BodyState& P = state_of(bodies_, joint.parent);
-  const BodyState& C = state_of(bodies_, joint.child);
+  const BodyState& P = state_of(bodies, joint.parent);
+  const BodyState& C = state_of(bodies, joint.child);
   ConstraintBlock block;
   joint_constraint(joint, P, C, block, ConstraintParts::without_jdot());
   ConstraintVector rhs = block.gamma;
@@ -92,9 +93,9 @@ void AccelerationSolver::joint_rows(int j) {
 }
 
 /// K and b of one body at its handles.
-void AccelerationSolver::leaf_coefficients(int b) {
+void AccelerationSolver::leaf_coefficients(int b, const SystemState& bodies) {
   const double mass = loads_.mass(b);
-  const BodyState& s = bodies_[static_cast<std::size_t>(b)];
+  const BodyState& s = bodies[static_cast<std::size_t>(b)];
   const PrincipalInertia& J = inertia_[static_cast<std::size_t>(b)];
   const Mat3 axes = J.axes(s.q);  // the body's principal axes, global
   Mat3& Ji = J_inverse_[static_cast<std::size_t>(b)];
@@ -114,7 +115,7 @@ void AccelerationSolver::leaf_coefficients(int b) {
 }
 
 /// A_com = M^-1 (F_e + sum_h S(l_h) f_h).
-void AccelerationSolver::body_acceleration(int b) {
+void AccelerationSolver::body_acceleration(int b, SystemState& bodies) {
   const auto& leaf = core_.leaf(b);
   const std::span<Vec3> l = handles_of(b);
   // Summed by halves, force and moment apart: a 6-vector summed by halves and read by pairs waits
@@ -127,18 +128,18 @@ void AccelerationSolver::body_acceleration(int b) {
     force += f.head<3>();
     moment += f.tail<3>() + l[h].cross(f.head<3>());
   }
-  BodyState& s = bodies_[static_cast<std::size_t>(b)];
+  BodyState& s = bodies[static_cast<std::size_t>(b)];
   s.a = force / loads_.mass(b);
   s.alpha = J_inverse_[static_cast<std::size_t>(b)] * moment;
 }
 
 /// vdot = H' (A_c(o) - A_p(o) - kappa).
-void AccelerationSolver::joint_acceleration(int k) {
+void AccelerationSolver::joint_acceleration(int k, const SystemState& bodies) {
   const TreeJoint& t = joints_.tree()[static_cast<std::size_t>(k)];
   const JointMotion& m = motion_[static_cast<std::size_t>(k)];
   auto at_point = [&](int body) {
     if (body == kGround) return Vec6(Vec6::Zero());
-    const BodyState& s = bodies_[static_cast<std::size_t>(body)];
+    const BodyState& s = bodies[static_cast<std::size_t>(body)];
     const Vec3 l = m.point - s.r;
     const Vec3 a = s.a + s.alpha.cross(l) + s.w.cross(s.w.cross(l));
     return Vec6(a.x(), a.y(), a.z(), s.alpha.x(), s.alpha.y(), s.alpha.z());  // from its entries: read by pairs
@@ -146,14 +147,14 @@ void AccelerationSolver::joint_acceleration(int k) {
   subspace_project(motion_.H(k), t.nv, Vec6(at_point(t.child) - at_point(t.parent) - m.kappa), vdot_.segment(t.v_offset, t.nv));
 }
 
-void AccelerationSolver::reactions(std::vector<JointReaction>& out) const {
+void AccelerationSolver::reactions(const SystemState& bodies, std::vector<JointReaction>& out) const {
   out.assign(model_.joints.size(), JointReaction{});
   for (std::size_t j = 0; j < model_.joints.size(); ++j) {
     const Joint& joint = model_.joints[j];
     const dc::JointSides& sides = core_.sides(static_cast<int>(j));
     if (sides.rows == 0) continue;  // a free joint carries no load
     const Vec6 f = core_.joint_load(static_cast<int>(j), sides.body_p == joint.child, rows_);  // on the child
-    const BodyState& C = bodies_[static_cast<std::size_t>(joint.child)];
+    const BodyState& C = bodies[static_cast<std::size_t>(joint.child)];
     const Vec3 origin = C.r + C.q * joint.child_frame.origin;  // report about the child's joint frame
     out[j] = {f.head<3>(), f.tail<3>() + (points_[j] - origin).cross(f.head<3>())};
   }
@@ -161,7 +162,7 @@ void AccelerationSolver::reactions(std::vector<JointReaction>& out) const {
 
 void AccelerationSolver::kinematics(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
                                     SystemState& out) {
-  out.resize(bodies_.size());
+  out.resize(model_.bodies.size());
   for (BodyState& b : out) b.a = b.alpha = Vec3::Zero();
   joints_.forward_kinematics(q, v, out, motion_);
 }
@@ -169,8 +170,9 @@ void AccelerationSolver::kinematics(const Eigen::Ref<const Eigen::VectorXd>& q, 
 void AccelerationSolver::update_angle_references(const Eigen::Ref<const Eigen::VectorXd>& q,
                                                  const Eigen::Ref<const Eigen::VectorXd>& v) {
   if (!loads_.measures_angles()) return;
-  joints_.forward_kinematics(q, v, bodies_, motion_);
-  loads_.update_angle_references(bodies_);
+  angle_state_.resize(model_.bodies.size());  // the first time the loads measure angles (a load function set since)
+  joints_.forward_kinematics(q, v, angle_state_, motion_);
+  loads_.update_angle_references(angle_state_);
 }
 
 }  // namespace treedyn::jc

@@ -51,14 +51,15 @@ class AccelerationSolver {
   const Topology& topology() const { return topology_; }
   const AssemblyTree& tree() const { return tree_; }
 
-  /// Body states (accelerations included) and joint accelerations at (t, q, v). Throws
-  /// SimulationError if the accelerations are not finite. Marks the stages in `timer` if given.
+  /// Body states (accelerations included) into `bodies` (resized to the model's bodies: the
+  /// caller's, so that a reporter writes a sample's states where the sample keeps them) and joint
+  /// accelerations at (t, q, v). Throws SimulationError if the accelerations are not finite.
+  /// Marks the stages in `timer` if given.
   void evaluate(double t, const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
-                StageTimer* timer = nullptr);
-  const SystemState& bodies() const { return bodies_; }
+                SystemState& bodies, StageTimer* timer = nullptr);
   const Eigen::VectorXd& vdot() const { return vdot_; }
-  /// Reaction of every model joint on its child after evaluate() (zero for free joints).
-  void reactions(std::vector<JointReaction>& out) const;
+  /// Reaction of every model joint on its child after evaluate() into `bodies` (zero for free joints).
+  void reactions(const SystemState& bodies, std::vector<JointReaction>& out) const;
 
   /// Rotational springs and actuators unwrap their angles against the state (q, v).
   void update_angle_references(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v);
@@ -69,10 +70,10 @@ class AccelerationSolver {
                   SystemState& out);
 
  private:
-  void joint_rows(int j);
-  void leaf_coefficients(int b);
-  void body_acceleration(int b);
-  void joint_acceleration(int k);
+  void joint_rows(int j, const SystemState& bodies);
+  void leaf_coefficients(int b, const SystemState& bodies);
+  void body_acceleration(int b, SystemState& bodies);
+  void joint_acceleration(int k, const SystemState& bodies);
 
   const Model& model_;
   const Topology& topology_;
@@ -85,7 +86,7 @@ class AccelerationSolver {
   AppliedLoads loads_;
   Parallel parallel_;
   double baumgarte_alpha_, baumgarte_beta_;
-  SystemState bodies_;
+  SystemState angle_state_;  // update_angle_references' bodies (empty until the loads measure angles)
   JointMotions own_motion_;  // unless it makes them in another's
   JointMotions& motion_;
   std::vector<Vec3> points_;

@@ -40,12 +40,11 @@ class Dca final : public OdeFormulation {
   }
 
   void snapshot(Snapshot& out) override {
-    evaluate(t_, y_);
+    solver_.evaluate(t_, y_.head(joints().nq()), y_.tail(joints().nv()), out.bodies, &timer_);  // into the sample's states
     out.t = t_;
-    out.bodies = solver_.bodies();
     out.driver_efforts.clear();
     out.extra_power = 0.0;
-    solver_.reactions(out.reactions);
+    solver_.reactions(out.bodies, out.reactions);
   }
 
  private:
@@ -83,7 +82,7 @@ class Dca final : public OdeFormulation {
   }
 
   void evaluate(double t, const Eigen::Ref<const Eigen::VectorXd>& y) {
-    solver_.evaluate(t, y.head(joints().nq()), y.tail(joints().nv()), &timer_);
+    solver_.evaluate(t, y.head(joints().nq()), y.tail(joints().nv()), bodies_, &timer_);
   }
 
   /// Baumgarte's alpha and beta: the options', the model's default rate (computed once) where unset.
@@ -97,6 +96,7 @@ class Dca final : public OdeFormulation {
   Topology topology_;
   AssemblyTree tree_;
   jc::AccelerationSolver solver_;
+  SystemState bodies_;     // the bodies' states of the last right-hand side
   Eigen::VectorXd q_, v_;  // scratch of state_of_bodies
 };
 

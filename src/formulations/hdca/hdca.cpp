@@ -63,12 +63,11 @@ class Hdca final : public OdeFormulation {
 
   void snapshot(Snapshot& out) override {
     engine_.velocities(q_of(y_), p_of(y_), v_out_);
-    reporter_.evaluate(t_, q_of(y_), v_out_);
+    reporter_.evaluate(t_, q_of(y_), v_out_, out.bodies);  // into the sample's states: the reporter keeps none
     out.t = t_;
-    out.bodies = reporter_.bodies();
     out.driver_efforts.clear();
     out.extra_power = 0.0;
-    reporter_.reactions(out.reactions);
+    reporter_.reactions(out.bodies, out.reactions);
   }
 
  private:
