@@ -124,7 +124,8 @@ struct AssemblyNode {
 class AssemblyTree {
  public:
   /// `threads`: how many threads the passes will run on, which decides where the tree is cut
-  /// into subtrees (subtrees()).
+  /// into subtrees (subtrees()). `topology` must be the model's (std::invalid_argument if its
+  /// body count differs).
   AssemblyTree(const Model& model, const Topology& topology, int threads = 1);
   AssemblyTree(const AssemblyTree&) = delete;  // the nodes' spans point into its own arrays
   AssemblyTree& operator=(const AssemblyTree&) = delete;
@@ -172,7 +173,8 @@ class AssemblyTree {
 
  private:
   struct Context {  // graph data and scratch space for build()
-    std::vector<std::vector<int>> neighbours, joints_of_body;
+    const Topology& topology;  // each body's joints (Topology::joints_of)
+    std::vector<std::vector<int>> neighbours;
     std::vector<std::pair<int, int>> ends;  // (parent, child) of each joint
     mutable std::vector<char> member, seen;
   };

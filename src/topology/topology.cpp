@@ -221,14 +221,14 @@ double Topology::loop_conditioning(const Model& model, const SystemState& state)
 
 AssemblyTree::AssemblyTree(const Model& model, const Topology& topology, int threads)
     : leaf_of_(static_cast<std::size_t>(model.body_count()), -1) {
+  if (topology.body_count() != model.body_count())
+    throw std::invalid_argument("AssemblyTree: the topology is of another model (" + std::to_string(topology.body_count()) +
+                                " bodies; the model has " + std::to_string(model.body_count()) + ")");
   const auto n = static_cast<std::size_t>(model.body_count());
-  Context ctx{std::vector<std::vector<int>>(n), std::vector<std::vector<int>>(n), {}, std::vector<char>(n, 0),
-              std::vector<char>(n, 0)};
+  Context ctx{topology, std::vector<std::vector<int>>(n), {}, std::vector<char>(n, 0), std::vector<char>(n, 0)};
   for (int j = 0; j < model.joint_count(); ++j) {
     const Joint& joint = model.joints[static_cast<std::size_t>(j)];
     ctx.ends.emplace_back(joint.parent, joint.child);
-    for (int b : {joint.parent, joint.child})
-      if (b != kGround) ctx.joints_of_body[static_cast<std::size_t>(b)].push_back(j);
     if (joint.parent != kGround && joint.child != kGround) {
       ctx.neighbours[static_cast<std::size_t>(joint.parent)].push_back(joint.child);
       ctx.neighbours[static_cast<std::size_t>(joint.child)].push_back(joint.parent);
@@ -356,12 +356,12 @@ std::vector<int> bfs_order(const std::vector<int>& bodies, int start, const std:
 
 /// Number of joints with exactly one end among `bodies`: the handles of a node holding them
 /// (joints to ground are not: they are eliminated just above their body's leaf).
-int handle_count(const std::vector<int>& bodies, const std::vector<std::vector<int>>& joints_of_body,
-                 const std::vector<std::pair<int, int>>& ends, std::vector<char>& member) {
+int handle_count(const std::vector<int>& bodies, const Topology& topology, const std::vector<std::pair<int, int>>& ends,
+                 std::vector<char>& member) {
   for (int b : bodies) member[static_cast<std::size_t>(b)] = 1;
   int count = 0;
   for (int b : bodies)
-    for (int j : joints_of_body[static_cast<std::size_t>(b)]) {
+    for (int j : topology.joints_of(b)) {
       const auto [p, c] = ends[static_cast<std::size_t>(j)];
       if (p < 0 || c < 0) continue;
       if (member[static_cast<std::size_t>(p)] != member[static_cast<std::size_t>(c)]) ++count;  // once: from the end inside
@@ -388,8 +388,8 @@ int AssemblyTree::build(std::vector<int> bodies, const Context& ctx) {
   std::pair<int, int> best_score{std::numeric_limits<int>::max(), 0};
   for (std::size_t k = 0; k < tries; ++k) {
     std::vector<int> order = bfs_order(bodies, bodies[k], ctx.neighbours, ctx.member, ctx.seen);
-    const int a = handle_count({order.begin(), order.begin() + half}, ctx.joints_of_body, ctx.ends, ctx.member);
-    const int b = handle_count({order.begin() + half, order.end()}, ctx.joints_of_body, ctx.ends, ctx.member);
+    const int a = handle_count({order.begin(), order.begin() + half}, ctx.topology, ctx.ends, ctx.member);
+    const int b = handle_count({order.begin() + half, order.end()}, ctx.topology, ctx.ends, ctx.member);
     const std::pair<int, int> score{std::max(a, b), a + b};
     if (score < best_score) {
       best_score = score;

@@ -67,6 +67,19 @@ void expect_valid(const Model& m, const AssemblyTree& tree) {
 
 }  // namespace
 
+// A topology of another model is refused with both body counts, not read past its lists.
+TEST(AssemblyTree, ATopologyOfAnotherModelIsRefused) {
+  const Model small = make_chain(3, JointType::Revolute), large = make_chain(5, JointType::Revolute);
+  const Topology other(small);
+  try {
+    AssemblyTree tree(large, other);
+    FAIL() << "accepted a topology of 3 bodies for a model of 5";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("the topology is of another model (3 bodies; the model has 5)"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(AssemblyTree, ChainOfNBodiesHasHeightCeilLog2N) {
   for (int n : {1, 2, 3, 4, 5, 7, 8, 9, 16, 100, 128, 129, 1024}) {
     const Model m = make_chain(n, JointType::Spherical);
