@@ -25,7 +25,6 @@ AccelerationSolver::AccelerationSolver(const Model& model, const Topology& topol
       parallel_(threading),
       baumgarte_alpha_(baumgarte_alpha),
       baumgarte_beta_(baumgarte_beta),
-      angle_state_(loads_.measures_angles() ? model.bodies.size() : 0),
       motion_(borrowed.motions ? *borrowed.motions : own_motion_),
       rows_(model.joints.size()),
       wrenches_(model.bodies.size()),
@@ -168,11 +167,11 @@ void AccelerationSolver::kinematics(const Eigen::Ref<const Eigen::VectorXd>& q, 
 }
 
 void AccelerationSolver::update_angle_references(const Eigen::Ref<const Eigen::VectorXd>& q,
-                                                 const Eigen::Ref<const Eigen::VectorXd>& v) {
+                                                 const Eigen::Ref<const Eigen::VectorXd>& v, SystemState& bodies) {
   if (!loads_.measures_angles()) return;
-  angle_state_.resize(model_.bodies.size());  // the first time the loads measure angles (a load function set since)
-  joints_.forward_kinematics(q, v, angle_state_, motion_);
-  loads_.update_angle_references(angle_state_);
+  bodies.resize(model_.bodies.size());  // allocates only the first time
+  joints_.forward_kinematics(q, v, bodies, motion_);
+  loads_.update_angle_references(bodies);
 }
 
 }  // namespace treedyn::jc

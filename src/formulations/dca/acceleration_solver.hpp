@@ -61,8 +61,11 @@ class AccelerationSolver {
   /// Reaction of every model joint on its child after evaluate() into `bodies` (zero for free joints).
   void reactions(const SystemState& bodies, std::vector<JointReaction>& out) const;
 
-  /// Rotational springs and actuators unwrap their angles against the state (q, v).
-  void update_angle_references(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v);
+  /// Rotational springs and actuators unwrap their angles against the state (q, v), whose body
+  /// states it makes in `bodies` (resized to the model's bodies; nothing is done, and `bodies` is
+  /// left as it is, unless the loads measure angles).
+  void update_angle_references(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
+                               SystemState& bodies);
   /// The same from absolute body states (after a restart).
   void restart_angle_references(const SystemState& bodies) { loads_.update_angle_references(bodies); }
   /// Body poses and twists at (q, v) (accelerations zero), without the dynamics.
@@ -86,7 +89,6 @@ class AccelerationSolver {
   AppliedLoads loads_;
   Parallel parallel_;
   double baumgarte_alpha_, baumgarte_beta_;
-  SystemState angle_state_;  // update_angle_references' bodies (empty until the loads measure angles)
   JointMotions own_motion_;  // unless it makes them in another's
   JointMotions& motion_;
   std::vector<Vec3> points_;

@@ -40,7 +40,7 @@ class Dca final : public OdeFormulation {
   }
 
   void snapshot(Snapshot& out) override {
-    solver_.evaluate(t_, y_.head(joints().nq()), y_.tail(joints().nv()), out.bodies, &timer_);  // into the sample's states
+    evaluate(t_, y_, out.bodies);  // into the sample's states
     out.t = t_;
     out.driver_efforts.clear();
     out.extra_power = 0.0;
@@ -62,7 +62,7 @@ class Dca final : public OdeFormulation {
 
   void rhs(double t, const Eigen::Ref<const Eigen::VectorXd>& y, Eigen::Ref<Eigen::VectorXd> ydot) override {
     const Parallel::TimedCall timed(solver_.parallel(), model().body_count());  // the governor's unit
-    evaluate(t, y);
+    evaluate(t, y, bodies_);
     joints().position_rate(y.head(joints().nq()), y.tail(joints().nv()), ydot.head(joints().nq()));
     ydot.tail(joints().nv()) = solver_.vdot();
   }
@@ -78,11 +78,11 @@ class Dca final : public OdeFormulation {
   }
 
   void accept_step(double, const Eigen::Ref<const Eigen::VectorXd>& y) override {
-    solver_.update_angle_references(y.head(joints().nq()), y.tail(joints().nv()));
+    solver_.update_angle_references(y.head(joints().nq()), y.tail(joints().nv()), bodies_);  // the next right-hand side rewrites them
   }
 
-  void evaluate(double t, const Eigen::Ref<const Eigen::VectorXd>& y) {
-    solver_.evaluate(t, y.head(joints().nq()), y.tail(joints().nv()), bodies_, &timer_);
+  void evaluate(double t, const Eigen::Ref<const Eigen::VectorXd>& y, SystemState& bodies) {
+    solver_.evaluate(t, y.head(joints().nq()), y.tail(joints().nv()), bodies, &timer_);
   }
 
   /// Baumgarte's alpha and beta: the options', the model's default rate (computed once) where unset.
@@ -96,7 +96,7 @@ class Dca final : public OdeFormulation {
   Topology topology_;
   AssemblyTree tree_;
   jc::AccelerationSolver solver_;
-  SystemState bodies_;     // the bodies' states of the last right-hand side
+  SystemState bodies_;     // the bodies' states of the last right-hand side (or angle references' update)
   Eigen::VectorXd q_, v_;  // scratch of state_of_bodies
 };
 

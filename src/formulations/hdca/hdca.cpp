@@ -113,7 +113,7 @@ class Hdca final : public OdeFormulation {
     engine_.velocities(q_of(y), p_of(y), v_);
     engine_.kinematics().move(t, engine_.twists());
     engine_.kinematics().update_angle_references();
-    reporter_.update_angle_references(q_of(y), v_);
+    reporter_.update_angle_references(q_of(y), v_, angle_bodies_);
   }
 
   /// HdcaOptions::ErrorControl::Velocities: p_k weighed by m_k (rtol |v_k| + atol), v from the
@@ -146,6 +146,7 @@ class Hdca final : public OdeFormulation {
   HdcaOptions::ErrorControl error_control_;
   Eigen::VectorXd v_;      // joint velocities of the latest right-hand side (error_weights reads them)
   Eigen::VectorXd v_out_;  // joint velocities of the state being reported
+  SystemState angle_bodies_;  // where the reporter measures its angle references (empty unless the loads measure angles)
   Eigen::VectorXd q_, v_restart_;  // scratch of state_of_bodies
 };
 
