@@ -31,4 +31,13 @@ class SimulationError : public std::runtime_error {
   double time_;
 };
 
+/// A run stopped from outside while it advanced: the interrupt check (Formulation::set_interrupt,
+/// Simulator::set_interrupt, RunOptions::stop) said so between two steps or right-hand sides.
+/// `time` is where the integration was; the formulation keeps the state of its last completed
+/// output or step.
+class Interrupted : public SimulationError {
+ public:
+  explicit Interrupted(double time) : SimulationError(time, "interrupted") {}
+};
+
 }  // namespace treedyn

@@ -10,6 +10,7 @@
 // Model on many threads.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -63,6 +64,14 @@ class Formulation {
   /// implicit integrators; one internal step of an adaptive integrator, as long as its error
   /// control allows. Throws SimulationError when it cannot.
   virtual void step() = 0;
+  /// A check asked while the formulation advances: before each of its steps (ali3, the implicit
+  /// integrators, fixed-step methods) and each right-hand side of an adaptive integrator, which
+  /// may take many steps inside one advance_to. When it returns true, advance_to and step throw
+  /// Interrupted (errors.hpp) and the formulation keeps the state of its last completed output
+  /// (ODE formulations) or step; set_state starts it again. Empty (the default): never asked.
+  /// Asked from the thread that advances; it should be cheap (a flag), as it may be asked every
+  /// few microseconds.
+  void set_interrupt(std::function<bool()> check) { interrupt_ = std::move(check); }
   /// Restarts at time t from absolute body states (positions and velocities; accelerations are
   /// recomputed), which must satisfy the joints: the caller checks them (Simulator::set_state).
   /// Adaptive integrators start afresh (a new first step, order 1 for adams and bdf). The
@@ -103,10 +112,13 @@ class Formulation {
  protected:
   /// Throws std::invalid_argument for a null model or external loads made for another model.
   Formulation(std::shared_ptr<const Model> model, std::shared_ptr<const ExternalLoads> external);
+  /// What the interrupt check (set_interrupt) says now; false without one.
+  bool interrupt_requested() const { return interrupt_ && interrupt_(); }
 
  private:
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const ExternalLoads> external_;
+  std::function<bool()> interrupt_;
 };
 
 }  // namespace treedyn

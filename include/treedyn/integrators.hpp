@@ -46,6 +46,10 @@ class OdeSystem {
   virtual std::string describe(int index) const { return "entry " + std::to_string(index) + " of the state"; }
   /// Called after each accepted step (for bookkeeping such as angle unwrapping).
   virtual void accept_step(double /*t*/, const Eigen::Ref<const Eigen::VectorXd>& /*y*/) {}
+  /// Asked by the integrators before each step (fixed-step methods) and each right-hand side
+  /// (adaptive ones, which take many steps inside one advance()): true stops the integration, and
+  /// advance() or step() throws Interrupted (errors.hpp). Default: never.
+  virtual bool interrupted() { return false; }
   /// Error weights of the adaptive integrators: the local error e is accepted when the RMS of
   /// w_i e_i is at most 1. Return false (the default) for w_i = 1 / (rtol |y_i| + atol).
   virtual bool error_weights(const Eigen::Ref<const Eigen::VectorXd>& /*y*/, double /*rtol*/, double /*atol*/,
@@ -85,7 +89,8 @@ class Integrator {
   virtual void reset(double t0, const Eigen::VectorXd& y0) = 0;
   /// Advances to t_out and writes the state there into y. Adaptive methods may step past t_out
   /// internally and interpolate back (and go on from their internal state next time). Throws
-  /// SimulationError.
+  /// SimulationError, or Interrupted when the system asks to stop (OdeSystem::interrupted); after
+  /// either, reset() before advancing again.
   virtual void advance(double t_out, Eigen::VectorXd& y) = 0;
   /// One step: the fixed step (`IntegratorOptions::step`) of a fixed-step method, one internal
   /// step of an adaptive one (its size chosen by its error control; `IntegratorOptions::step`

@@ -77,8 +77,11 @@ struct RunOptions {
   double t_end = 1.0;
   double dt = 0.01;      // fixed-step formulations: the step; adaptive ones: the output interval
   int sample_every = 1;  // write every k-th step (the final time is always written)
-  /// Asked after every interval (and before the first): true ends the run there with status
-  /// "interrupted", the samples so far kept (Ctrl-C in Python, a signal in the command line).
+  /// Asked after every interval (and before the first), and inside each as the simulator's
+  /// interrupt check (Simulator::set_interrupt: before each step and each right-hand side of an
+  /// adaptive integrator, which may take millions of steps inside one interval where its steps
+  /// collapse): true ends the run with status "interrupted", the samples so far kept (Ctrl-C in
+  /// Python, a signal in the command line). The simulator's own check is restored after the run.
   std::function<bool()> stop;
   JudgementOptions judge;  // how a completed run is judged (status "ok" or "warning")
   /// Runs a refined companion beside the run and reports how far the two part (ErrorEstimate;

@@ -43,6 +43,7 @@
 // and change nothing.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -104,6 +105,14 @@ class Simulator {
   /// Advances to t > time() (adaptive integrators interpolate to it). Throws std::invalid_argument
   /// for t not after time().
   void advance_to(double t);
+  /// A check asked while step() and advance_to() run (Formulation::set_interrupt: before each
+  /// step and each right-hand side of an adaptive integrator); when it returns true they throw
+  /// Interrupted (errors.hpp), a SimulationError, and the simulator counts as failed, with the
+  /// state of its last completed output or step. It is kept across reset(settings); empty
+  /// removes it. A program's Ctrl-C handler sets a flag this reads; the Python package asks
+  /// Python for its signals here.
+  void set_interrupt(std::function<bool()> check);
+  const std::function<bool()>& interrupt() const { return interrupt_; }
   /// True after a step or advance_to failed (until reset() or set_state()).
   bool failed() const { return !failure_.empty(); }
   /// What the failure said.
@@ -191,6 +200,7 @@ class Simulator {
   std::unique_ptr<Formulation> formulation_;
   SolverStats stats_at_reset_;
   std::string failure_;
+  std::function<bool()> interrupt_;  // set_interrupt's, given to every formulation made
   // Caches of the state at time(), valid while their version is the current one.
   long version_ = 0;
   mutable long bodies_version_ = -1, q_version_ = -1, snapshot_version_ = -1;

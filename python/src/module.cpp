@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <fstream>
 
 #include "treedyn/compare.hpp"
@@ -405,17 +406,20 @@ auto stepping(F&& f, bool release) {
   }
 }
 
-/// A stop hook that answers Ctrl-C: takes the GIL after each sample interval to let Python see
-/// its signals (KeyboardInterrupt is raised by the caller once the run has ended).
-/// The GIL is taken at most every 20 ms of the run (taking it after each of thousands of short
-/// intervals cost a long run 1 %).
+/// A stop hook that answers Ctrl-C: takes the GIL to let Python see its signals (KeyboardInterrupt
+/// is raised by the caller once the run has ended). Asked after each sample interval and, as the
+/// simulator's interrupt check, before each step and right-hand side inside one; it takes the GIL
+/// at most every 20 ms of the run (taking it after each of thousands of short intervals cost a
+/// long run 1 %) and reads the coarse clock (a few ns, where a right-hand side of the smallest
+/// models takes a few hundred).
 struct InterruptCheck {
   bool interrupted = false;
-  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  double last = now();
   bool operator()() {
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last < std::chrono::milliseconds(20)) return false;
-    last = now;
+    if (interrupted) return true;
+    const double t = now();
+    if (t - last < 0.02) return false;
+    last = t;
     py::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) {
       interrupted = true;
@@ -423,7 +427,31 @@ struct InterruptCheck {
     }
     return false;
   }
+  static double now() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  }
 };
+
+/// A simulator's advance_to with Ctrl-C heard inside it: KeyboardInterrupt (the simulator then
+/// counts as failed, its state that of its last completed output or step: set_state or reset
+/// goes on). The simulator's own interrupt check is restored after.
+void advance_interruptibly(Simulator& s, double t) {
+  struct Restore {  // the simulator's own check, however the call ends
+    Simulator& s;
+    std::function<bool()> before;
+    ~Restore() { s.set_interrupt(std::move(before)); }
+  } restore{s, s.interrupt()};
+  InterruptCheck check;
+  s.set_interrupt([&check] { return check(); });
+  try {
+    stepping([&] { s.advance_to(t); }, true);
+  } catch (const Interrupted&) {
+    if (check.interrupted) throw py::error_already_set();  // Python's KeyboardInterrupt, as raised
+    throw;
+  }
+}
 
 /// Python's estimate_error: None leaves the defaults (fixed-step runs and passages near singular
 /// positions checked); True a companion always, False none (RunOptions/CompareOptions
@@ -779,8 +807,10 @@ PYBIND11_MODULE(_treedyn, m) {
       .def_property_readonly("model", [](const Simulator& s) { return std::const_pointer_cast<Model>(s.model_ptr()); })
       .def("step", [](Simulator& s) { return stepping([&] { return s.step(); }, false); },
            "one step of the formulation; returns the time reached")
-      .def("advance_to", [](Simulator& s, double t) { stepping([&] { s.advance_to(t); }, true); }, py::arg("t"),
-           "advances to t (the GIL released meanwhile)")
+      .def("advance_to", &advance_interruptibly, py::arg("t"),
+           "advances to t (the GIL released meanwhile). Ctrl-C raises KeyboardInterrupt; the simulator then "
+           "counts as failed, with the state of its last completed output or step: set_state(sim.q, sim.qd) "
+           "or reset() goes on")
       .def("reset", [](Simulator& s) { s.reset(); })
       .def_property_readonly("failed", &Simulator::failed)
       .def_property_readonly("failure", &Simulator::failure)

@@ -2,6 +2,8 @@
 and errors as Python exceptions."""
 
 import math
+import os
+import signal
 import threading
 
 import numpy as np
@@ -240,3 +242,22 @@ def test_a_stepping_loop_judges_its_state(four_bar):
         sim.check(float("nan"))
     with pytest.raises(ValueError, match="no check named 'speed'"):
         sim.check(checks={"speed": 1.0})
+
+
+def test_ctrl_c_stops_a_long_advance_to_and_the_simulator_goes_on_after_set_state(models_dir):
+    # One advance_to of 1000 s of the 128-link chain takes minutes: Ctrl-C is heard inside it
+    # (before each right-hand side), not after it.
+    sim = treedyn.Simulator(treedyn.load_model(str(models_dir / "chain128.json")), "dca")
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sim.advance_to(1000.0)
+    finally:
+        timer.cancel()
+    # Raised inside advance_to, not by Python after it returned: the simulator says it was interrupted.
+    assert sim.failed and "interrupted" in sim.failure
+    assert sim.time < 1000.0
+    sim.set_state(sim.q, sim.qd)
+    sim.advance_to(sim.time + 0.01)
+    assert not sim.failed

@@ -110,8 +110,10 @@ class ProgressBar {
   Clock::time_point start_ = Clock::now();
 };
 
-/// SIGINT or SIGTERM during a run: the run stops after its current output interval, the files end
-/// at a line boundary and summary.json says "interrupted". A second signal ends the process at once.
+/// SIGINT or SIGTERM during a run: the run stops at once (RunOptions::stop is asked between output
+/// intervals and, through the simulator's interrupt check, before each step and right-hand side
+/// inside one), the files end at the last sample and summary.json says "interrupted". A second
+/// signal ends the process at once.
 volatile std::sig_atomic_t g_signal = 0;
 
 extern "C" void on_signal(int signal) {

@@ -37,6 +37,7 @@ class FixedStep : public Integrator {
   void advance(double t_out, Eigen::VectorXd& y) override {
     const double eps = 1e-12 * std::max(1.0, std::abs(t_out));
     while (t_out - t_ > eps) {
+      if (sys_.interrupted()) throw Interrupted(t_);
       // A remainder that is the step to round-off is the step itself: then advancing takes the
       // steps that step() takes, bit for bit.
       const double remaining = t_out - t_;

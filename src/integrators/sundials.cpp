@@ -54,6 +54,7 @@ class SundialsBase : public Integrator {
     auto* self = static_cast<SundialsBase*>(self_ptr);
     if (self->pending_) return -1;  // sticky: after a failure the solver must not recover by itself
     try {
+      if (self->sys_.interrupted()) throw Interrupted(t);  // unrecoverable: the solver stops here
       Map out(NV_DATA_S(ydot), NV_LENGTH_S(ydot));
       self->sys_.rhs(t, ConstMap(NV_DATA_S(y), NV_LENGTH_S(y)), out);
       ++self->stats_.rhs_evaluations;

@@ -72,6 +72,7 @@ std::unique_ptr<Simulator> start_companion(const Simulator& sim, const std::stri
                                            const SystemState& start, ErrorEstimate& e) {
   try {
     auto companion = std::make_unique<Simulator>(sim.model_ptr(), formulation, s, sim.state_tolerance());
+    companion->set_interrupt(sim.interrupt());  // the run's stop (run_simulation) stops it too
     companion->set_body_states(start);  // the run's own start (a state set at t = 0 too)
     e.t_from = sim.time();
     return companion;
@@ -206,6 +207,8 @@ void compare_with_companion(const Simulator& sim, double energy, double step_rat
                             ErrorEstimate& e) {
   try {
     if (sim.time() > companion->time()) companion->advance_to(sim.time());
+  } catch (const Interrupted&) {  // the run's own stop: it ends the run, not the comparison alone
+    throw;
   } catch (const std::exception& x) {
     e.note = companion_name(sim, companion->formulation_name()) + " failed (" + std::string(x.what()) +
              "); compared up to t = " + sci(e.t_compared) + " s";
@@ -502,6 +505,11 @@ SimulationResult run_once(Simulator& sim, const RunOptions& options, const Syste
       if (k % every == 0 || k == steps) sample(false);
       if (progress) progress(t, options.t_end);
     }
+  } catch (const Interrupted& e) {  // asked inside an output interval (RunOptions::stop, through the simulator)
+    result.status = "interrupted";
+    result.message = "interrupted at t = " + sci(result.t_reached) + " s (inside the interval to t = " +
+                     sci(std::min(result.t_reached + options.dt, options.t_end)) + " s, at t = " + sci(e.time()) + " s)";
+    result.failure_time = result.t_reached;
   } catch (const SimulationError& e) {
     result.status = "failed";
     result.message = e.what();
@@ -588,10 +596,26 @@ void restart_at_step(Simulator& sim, double step, const SystemState& start) {
   sim.set_body_states(start);
 }
 
+/// options.stop as the simulator's interrupt check while a run lasts, the one it had restored after.
+class InterruptDuring {
+ public:
+  InterruptDuring(Simulator& sim, const std::function<bool()>& stop) : sim_(sim), before_(sim.interrupt()) {
+    if (stop) sim_.set_interrupt(stop);
+  }
+  ~InterruptDuring() { sim_.set_interrupt(before_); }
+  InterruptDuring(const InterruptDuring&) = delete;
+  InterruptDuring& operator=(const InterruptDuring&) = delete;
+
+ private:
+  Simulator& sim_;
+  std::function<bool()> before_;
+};
+
 }  // namespace
 
 SimulationResult run_simulation(Simulator& sim, const RunOptions& options, SampleSink* sink,
                                 const ProgressCallback& progress) {
+  const InterruptDuring asked(sim, options.stop);  // inside output intervals too
   std::optional<SystemState> kept_start;
   if (may_return_to_start(sim, options)) kept_start = sim.body_states();
   const SystemState* start = kept_start ? &*kept_start : nullptr;

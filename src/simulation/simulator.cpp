@@ -123,6 +123,11 @@ void Simulator::advance_to(double t) {
   guarded([&] { formulation_->advance_to(t); });
 }
 
+void Simulator::set_interrupt(std::function<bool()> check) {
+  interrupt_ = std::move(check);
+  formulation_->set_interrupt(interrupt_);
+}
+
 void Simulator::reset() {
   inputs_->clear_inputs();
   failure_.clear();
@@ -143,6 +148,7 @@ std::vector<std::string> Simulator::warnings() const {
 
 void Simulator::reset(const FormulationSettings& settings) {
   std::unique_ptr<Formulation> made = make_formulation(formulation_name_, model_, settings, inputs_);
+  made->set_interrupt(interrupt_);
   formulation_ = std::move(made);
   settings_ = settings;
   reset();

@@ -425,6 +425,23 @@ TEST(Cli, SignalsEndARunWithItsResultsWhole) {
   }
 }
 
+// Inside an output interval too: one interval of 10,000 s, which dopri5 crosses in hundreds of
+// thousands of steps, is stopped by the signal within it (asked before each right-hand side), with
+// the initial sample kept. Before, the run went on to the interval's end and said "ok".
+TEST(Cli, ASignalStopsARunInsideALongOutputInterval) {
+  const std::string dir = temp("signal_inside");
+  std::filesystem::remove_all(dir);
+  const Output out = run_signalled("simulate " + treedyn::test::model_path("chain128") +
+                                       " -f dca --dt 10000 --t-end 10000 --no-estimate-error -q -o " + dir,
+                                   dir + "/metrics.csv", "INT", "0.3");
+  EXPECT_EQ(out.status, 130) << out.text;
+  EXPECT_NE(out.text.find("inside the interval to t = 1.000e+04 s"), std::string::npos) << out.text;
+  const std::string summary = read_file(dir + "/summary.json");
+  EXPECT_NE(summary.find("\"status\": \"interrupted\""), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"t_reached\": 0.0"), std::string::npos) << summary;
+  EXPECT_EQ(count_lines(read_file(dir + "/trajectory.csv")), 2u);  // the header and the initial sample
+}
+
 // A write that fails (here past a file-size limit, as a full disk would) ends the run "failed"
 // with the file and the system's error named; both CSVs end with the last sample written whole.
 TEST(Cli, AFailedWriteStopsTheRunNamingTheFileAndKeepsWholeRows) {

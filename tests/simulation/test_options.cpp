@@ -73,12 +73,35 @@ TEST(Options, AStopHookEndsTheRunInterruptedWithItsSamples) {
   RunOptions run;
   run.t_end = 1.0;
   run.dt = 0.01;
-  int asked = 0;
-  run.stop = [&asked] { return ++asked > 30; };
+  // By the run's time, as a person's Ctrl-C comes: the hook is asked between intervals and inside
+  // them (by the run and by its refined companion), more often than once an interval.
+  run.stop = [&sim] { return sim.time() > 0.295; };
   const SimulationResult r = run_simulation(sim, run, &recording);
   EXPECT_EQ(r.status, "interrupted");
   EXPECT_NEAR(r.t_reached, 0.30, 1e-12);  // 30 intervals taken, the 31st refused
   EXPECT_EQ(recording.snapshots.size(), 31u);  // the initial sample and one per interval
   EXPECT_EQ(r.samples, 31);
   EXPECT_NE(r.message.find("interrupted at t = "), std::string::npos) << r.message;
+}
+
+// Inside one output interval too: with dt = t_end the run has a single interval, which an
+// adaptive integrator crosses in many steps; the hook stops it there (asked before each
+// right-hand side), the initial sample kept, and the simulator's own check back after the run.
+TEST(Options, AStopHookIsHeardInsideALongOutputInterval) {
+  Simulator sim(share(read_model_file(test::model_path("four_bar"))), "dca");
+  Recording recording;
+  RunOptions run;
+  run.t_end = 10.0;
+  run.dt = 10.0;
+  run.estimate_error = run.verify = false;
+  int asked = 0;
+  run.stop = [&asked] { return ++asked > 50; };
+  const SimulationResult r = run_simulation(sim, run, &recording);
+  EXPECT_EQ(r.status, "interrupted");
+  EXPECT_EQ(r.t_reached, 0.0);
+  EXPECT_EQ(r.samples, 1);
+  EXPECT_EQ(recording.snapshots.size(), 1u);
+  EXPECT_LT(r.stats.rhs_evaluations, 60);  // 10 s of the four-bar take hundreds
+  EXPECT_NE(r.message.find("inside the interval to t = 1.000e+01 s"), std::string::npos) << r.message;
+  EXPECT_FALSE(static_cast<bool>(sim.interrupt()));  // the run's hook is not left behind
 }

@@ -352,6 +352,53 @@ TEST(Simulator, AFailedStepStopsSteppingUntilResetOrSetState) {
 #pragma GCC diagnostic pop
 #endif
 
+// An interrupt check is asked inside advance_to, not only between calls: before each step of the
+// step-based formulations and fixed-step integrators, and before each right-hand side of the
+// adaptive ones (ARKODE's dopri5 and bs23, CVODE's adams and bdf), which take many steps inside
+// one call. The call throws Interrupted after the check's 21st ask, far short of the 5 s asked;
+// the simulator counts as failed and goes on after set_state from the state it kept.
+TEST(Simulator, AnInterruptCheckStopsALongAdvanceAndTheRunGoesOnAfterSetState) {
+  const auto model = share(read_model_file(test::model_path("spatial_double_pendulum")));
+  struct Case {
+    std::string formulation, integrator;
+  };
+  for (const Case& c : {Case{"dca", "dopri5"}, Case{"hdca", "bs23"}, Case{"dca", "bdf"}, Case{"reference", "adams"},
+                        Case{"dca", "rk4"}, Case{"ali3", ""}, Case{"half-implicit", ""}}) {
+    SCOPED_TRACE(c.formulation + " " + c.integrator);
+    FormulationSettings s;
+    if (!c.integrator.empty()) s.integrator = c.integrator;
+    s.dt = 1e-3;
+    Simulator sim(model, c.formulation, s);
+    int asked = 0;
+    sim.set_interrupt([&asked] { return ++asked > 20; });
+    EXPECT_THROW(sim.advance_to(5.0), Interrupted);
+    EXPECT_EQ(asked, 21);
+    EXPECT_TRUE(sim.failed());
+    EXPECT_NE(sim.failure().find("interrupted"), std::string::npos) << sim.failure();
+    EXPECT_LT(sim.time(), 0.1);
+    EXPECT_LT(sim.stats().rhs_evaluations, 200);  // stopped inside: 5 s take thousands
+    EXPECT_THROW(sim.step(), std::logic_error);
+    sim.set_interrupt({});
+    sim.set_state(sim.q(), sim.qd());
+    const double t = sim.time();
+    EXPECT_NO_THROW(sim.advance_to(t + 0.01));
+    EXPECT_DOUBLE_EQ(sim.time(), t + 0.01);
+  }
+}
+
+// The check stays with the simulator when reset(settings) makes its formulation anew.
+TEST(Simulator, AnInterruptCheckOutlivesANewFormulation) {
+  Simulator sim(share(read_model_file(test::model_path("four_bar"))), "dca");
+  bool stop = false;
+  sim.set_interrupt([&stop] { return stop; });
+  FormulationSettings s;
+  s.integrator = "bs23";
+  sim.reset(s);
+  sim.advance_to(0.01);
+  stop = true;
+  EXPECT_THROW(sim.advance_to(0.02), Interrupted);
+}
+
 // A state that puts the loop-closing joint elsewhere than the other joints do is refused, naming
 // it; asked to, the simulator projects the state onto the joints instead.
 TEST(Simulator, AStateViolatingALoopIsRefusedOrProjected) {

@@ -91,7 +91,10 @@ class Ali3 final : public Formulation {
 
   void advance_to(double t_target) override {
     StageTimer::Scope counting(timer_);
-    equal_steps(t_, t_target, options_.dt, [&](double t_next, double h) { step(h, t_next); });
+    equal_steps(t_, t_target, options_.dt, [&](double t_next, double h) {
+      if (interrupt_requested()) throw Interrupted(t_);
+      step(h, t_next);
+    });
   }
 
   void step() override {

@@ -53,6 +53,8 @@ class OdeFormulation : public Formulation, protected OdeSystem {
   virtual void state_of_bodies(const SystemState& bodies, Eigen::VectorXd& y, double tolerance) = 0;
   /// Loads that unwrap angles continuously start again from these states.
   virtual void restart_loads(const SystemState& bodies) = 0;
+  /// The integrator asks the formulation's interrupt check (Formulation::set_interrupt).
+  bool interrupted() override { return interrupt_requested(); }
 
   /// Creates the integrator and starts it at (0, y0). Throws std::invalid_argument for an unknown
   /// integrator name.

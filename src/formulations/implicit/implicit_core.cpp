@@ -78,7 +78,10 @@ std::vector<std::string> Core::warnings() const {
 void Core::advance_to(double t_target) {
   StageTimer::Scope counting(timer_);
   timer_.start();
-  equal_steps(t_, t_target, options_.dt, [&](double t_next, double h) { take_step(h, t_next); });  // h in Eqs. 4, 13c
+  equal_steps(t_, t_target, options_.dt, [&](double t_next, double h) {  // h in Eqs. 4, 13c
+    if (interrupt_requested()) throw Interrupted(t_);
+    take_step(h, t_next);
+  });
 }
 
 void Core::step() {
