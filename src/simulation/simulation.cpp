@@ -507,8 +507,15 @@ SimulationResult run_once(Simulator& sim, const RunOptions& options, const Syste
     }
   } catch (const Interrupted& e) {  // asked inside an output interval (RunOptions::stop, through the simulator)
     result.status = "interrupted";
-    result.message = "interrupted at t = " + sci(result.t_reached) + " s (inside the interval to t = " +
-                     sci(std::min(result.t_reached + options.dt, options.t_end)) + " s, at t = " + sci(e.time()) + " s)";
+    // Nine digits: an interval can be far shorter than sci's four distinguish (paper 004's 1e-4 s).
+    auto precise = [](double t) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.9g", t);
+      return std::string(text);
+    };
+    result.message = "interrupted at t = " + sci(result.t_reached) + " s, inside the output interval to t = " +
+                     precise(std::min(result.t_reached + options.dt, options.t_end)) + " s (the integrator at t = " +
+                     precise(e.time()) + " s)";
     result.failure_time = result.t_reached;
   } catch (const SimulationError& e) {
     result.status = "failed";

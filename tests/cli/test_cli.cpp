@@ -435,7 +435,7 @@ TEST(Cli, ASignalStopsARunInsideALongOutputInterval) {
                                        " -f dca --dt 10000 --t-end 10000 --no-estimate-error -q -o " + dir,
                                    dir + "/metrics.csv", "INT", "0.3");
   EXPECT_EQ(out.status, 130) << out.text;
-  EXPECT_NE(out.text.find("inside the interval to t = 1.000e+04 s"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("inside the output interval to t = 10000 s"), std::string::npos) << out.text;
   const std::string summary = read_file(dir + "/summary.json");
   EXPECT_NE(summary.find("\"status\": \"interrupted\""), std::string::npos) << summary;
   EXPECT_NE(summary.find("\"t_reached\": 0.0"), std::string::npos) << summary;
