@@ -67,8 +67,9 @@ class Formulation {
   /// A check asked while the formulation advances: before each of its steps (ali3, the implicit
   /// integrators, fixed-step methods) and each right-hand side of an adaptive integrator, which
   /// may take many steps inside one advance_to. When it returns true, advance_to and step throw
-  /// Interrupted (errors.hpp) and the formulation keeps the state of its last completed output
-  /// (ODE formulations) or step; set_state starts it again. Empty (the default): never asked.
+  /// Interrupted (errors.hpp) and the formulation is at its last completed output (ODE
+  /// formulations: their integrator and angle references started again there, as set_state
+  /// does) or step, from which it goes on when advanced again. Empty (the default): never asked.
   /// Asked from the thread that advances; it should be cheap (a flag), as it may be asked every
   /// few microseconds.
   void set_interrupt(std::function<bool()> check) { interrupt_ = std::move(check); }

@@ -89,8 +89,8 @@ class Integrator {
   virtual void reset(double t0, const Eigen::VectorXd& y0) = 0;
   /// Advances to t_out and writes the state there into y. Adaptive methods may step past t_out
   /// internally and interpolate back (and go on from their internal state next time). Throws
-  /// SimulationError, or Interrupted when the system asks to stop (OdeSystem::interrupted); after
-  /// either, reset() before advancing again.
+  /// SimulationError, or Interrupted when the system asks to stop (OdeSystem::interrupted), y
+  /// then untouched; after either, reset() before advancing again.
   virtual void advance(double t_out, Eigen::VectorXd& y) = 0;
   /// One step: the fixed step (`IntegratorOptions::step`) of a fixed-step method, one internal
   /// step of an adaptive one (its size chosen by its error control; `IntegratorOptions::step`

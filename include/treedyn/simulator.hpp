@@ -107,9 +107,9 @@ class Simulator {
   void advance_to(double t);
   /// A check asked while step() and advance_to() run (Formulation::set_interrupt: before each
   /// step and each right-hand side of an adaptive integrator); when it returns true they throw
-  /// Interrupted (errors.hpp), a SimulationError, and the simulator counts as failed, with the
-  /// state of its last completed output or step. It is kept across reset(settings); empty
-  /// removes it. A program's Ctrl-C handler sets a flag this reads; the Python package asks
+  /// Interrupted (errors.hpp), a SimulationError that is not a failure: the simulator is at its
+  /// last completed output (adaptive integrators: the time() before the call) or step, and goes
+  /// on from there. It is kept across reset(settings); empty removes it. A program's Ctrl-C handler sets a flag this reads; the Python package asks
   /// Python for its signals here.
   void set_interrupt(std::function<bool()> check);
   const std::function<bool()>& interrupt() const { return interrupt_; }

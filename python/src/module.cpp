@@ -434,9 +434,9 @@ struct InterruptCheck {
   }
 };
 
-/// A simulator's advance_to with Ctrl-C heard inside it: KeyboardInterrupt (the simulator then
-/// counts as failed, its state that of its last completed output or step: set_state or reset
-/// goes on). The simulator's own interrupt check is restored after.
+/// A simulator's advance_to with Ctrl-C heard inside it: KeyboardInterrupt, the simulator at its
+/// last completed output or step (Simulator::set_interrupt). The simulator's own interrupt check
+/// is restored after.
 void advance_interruptibly(Simulator& s, double t) {
   struct Restore {  // the simulator's own check, however the call ends
     Simulator& s;
@@ -808,9 +808,8 @@ PYBIND11_MODULE(_treedyn, m) {
       .def("step", [](Simulator& s) { return stepping([&] { return s.step(); }, false); },
            "one step of the formulation; returns the time reached")
       .def("advance_to", &advance_interruptibly, py::arg("t"),
-           "advances to t (the GIL released meanwhile). Ctrl-C raises KeyboardInterrupt; the simulator then "
-           "counts as failed, with the state of its last completed output or step: set_state(sim.q, sim.qd) "
-           "or reset() goes on")
+           "advances to t (the GIL released meanwhile). Ctrl-C raises KeyboardInterrupt from inside the call; "
+           "the simulator is then at its last completed output or step, and goes on from there")
       .def("reset", [](Simulator& s) { s.reset(); })
       .def_property_readonly("failed", &Simulator::failed)
       .def_property_readonly("failure", &Simulator::failure)

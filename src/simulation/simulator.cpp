@@ -103,6 +103,8 @@ void Simulator::guarded(F&& f) {
   changed();
   try {
     f();
+  } catch (const Interrupted&) {  // not a failure: the formulation is at its last completed output or step
+    throw;
   } catch (const SimulationError& e) {
     failure_ = e.what();
     throw;

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "treedyn/errors.hpp"
 #include "treedyn/formulation.hpp"
 #include "treedyn/integrators.hpp"
 #include "treedyn/stage_timer.hpp"
@@ -20,12 +21,22 @@ class OdeFormulation : public Formulation, protected OdeSystem {
   double time() const override { return t_; }
   void advance_to(double t) override {
     const StageTimer::Scope counting(timer_);
-    integrator_->advance(t, y_);
+    try {
+      integrator_->advance(t, y_);
+    } catch (const Interrupted&) {
+      back_to_last_output();
+      throw;
+    }
     t_ = t;
   }
   void step() override {
     const StageTimer::Scope counting(timer_);
-    t_ = integrator_->step(y_);
+    try {
+      t_ = integrator_->step(y_);
+    } catch (const Interrupted&) {
+      back_to_last_output();
+      throw;
+    }
   }
   void set_state(double t, const SystemState& bodies) override {
     state_of_bodies(bodies, y_, std::numeric_limits<double>::infinity());  // checked by the caller
@@ -74,6 +85,16 @@ class OdeFormulation : public Formulation, protected OdeSystem {
   Eigen::VectorXd y_;
 
  private:
+  /// After an interrupt inside the integrator, which had stepped on from (t_, y_): the integrator
+  /// and the angle references started again there, as set_state does, so that the formulation
+  /// goes on from its last output.
+  void back_to_last_output() {
+    SystemState bodies_now;
+    bodies(bodies_now);
+    restart_loads(bodies_now);
+    integrator_->reset(t_, y_);
+  }
+
   std::unique_ptr<Integrator> integrator_;
 };
 
