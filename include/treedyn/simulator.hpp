@@ -109,8 +109,9 @@ class Simulator {
   /// step and each right-hand side of an adaptive integrator); when it returns true they throw
   /// Interrupted (errors.hpp), a SimulationError that is not a failure: the simulator is at its
   /// last completed output (adaptive integrators: the time() before the call) or step, and goes
-  /// on from there. It is kept across reset(settings); empty removes it. A program's Ctrl-C handler sets a flag this reads; the Python package asks
-  /// Python for its signals here.
+  /// on from there. It is kept across reset(settings); empty removes it. A program's Ctrl-C
+  /// handler sets a flag this reads; the Python package asks Python for its signals here. For a
+  /// check that holds during one call or run only: InterruptScope.
   void set_interrupt(std::function<bool()> check);
   const std::function<bool()>& interrupt() const { return interrupt_; }
   /// True after a step or advance_to failed (until reset() or set_state()).
@@ -208,6 +209,23 @@ class Simulator {
   mutable Eigen::VectorXd q_, qd_;
   mutable Snapshot snapshot_;
   mutable std::unique_ptr<Metrics> metrics_;
+};
+
+/// A simulator's interrupt check for as long as the scope lives (run_simulation's RunOptions::stop,
+/// Python's Ctrl-C during one call): installs `check` (an empty one keeps the simulator's own)
+/// and puts back the check the simulator had, however the scope ends. The simulator must outlive it.
+class InterruptScope {
+ public:
+  InterruptScope(Simulator& sim, const std::function<bool()>& check) : sim_(sim), before_(sim.interrupt()) {
+    if (check) sim_.set_interrupt(check);
+  }
+  ~InterruptScope() { sim_.set_interrupt(std::move(before_)); }
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+
+ private:
+  Simulator& sim_;
+  std::function<bool()> before_;
 };
 
 }  // namespace treedyn

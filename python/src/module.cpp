@@ -438,13 +438,8 @@ struct InterruptCheck {
 /// last completed output or step (Simulator::set_interrupt). The simulator's own interrupt check
 /// is restored after.
 void advance_interruptibly(Simulator& s, double t) {
-  struct Restore {  // the simulator's own check, however the call ends
-    Simulator& s;
-    std::function<bool()> before;
-    ~Restore() { s.set_interrupt(std::move(before)); }
-  } restore{s, s.interrupt()};
   InterruptCheck check;
-  s.set_interrupt([&check] { return check(); });
+  const InterruptScope asked(s, [&check] { return check(); });
   try {
     stepping([&] { s.advance_to(t); }, true);
   } catch (const Interrupted&) {

@@ -603,26 +603,11 @@ void restart_at_step(Simulator& sim, double step, const SystemState& start) {
   sim.set_body_states(start);
 }
 
-/// options.stop as the simulator's interrupt check while a run lasts, the one it had restored after.
-class InterruptDuring {
- public:
-  InterruptDuring(Simulator& sim, const std::function<bool()>& stop) : sim_(sim), before_(sim.interrupt()) {
-    if (stop) sim_.set_interrupt(stop);
-  }
-  ~InterruptDuring() { sim_.set_interrupt(before_); }
-  InterruptDuring(const InterruptDuring&) = delete;
-  InterruptDuring& operator=(const InterruptDuring&) = delete;
-
- private:
-  Simulator& sim_;
-  std::function<bool()> before_;
-};
-
 }  // namespace
 
 SimulationResult run_simulation(Simulator& sim, const RunOptions& options, SampleSink* sink,
                                 const ProgressCallback& progress) {
-  const InterruptDuring asked(sim, options.stop);  // inside output intervals too
+  const InterruptScope asked(sim, options.stop);  // inside output intervals too
   std::optional<SystemState> kept_start;
   if (may_return_to_start(sim, options)) kept_start = sim.body_states();
   const SystemState* start = kept_start ? &*kept_start : nullptr;
