@@ -40,9 +40,8 @@ class OdeFormulation : public Formulation, protected OdeSystem {
   }
   void set_state(double t, const SystemState& bodies) override {
     state_of_bodies(bodies, y_, std::numeric_limits<double>::infinity());  // checked by the caller
-    restart_loads(bodies);
     t_ = t;
-    integrator_->reset(t_, y_);
+    restart_at(bodies);
   }
   void loads_changed() override { integrator_->reset(t_, y_); }
   SolverStats stats() const override {
@@ -85,14 +84,17 @@ class OdeFormulation : public Formulation, protected OdeSystem {
   Eigen::VectorXd y_;
 
  private:
-  /// After an interrupt inside the integrator, which had stepped on from (t_, y_): the integrator
-  /// and the angle references started again there, as set_state does, so that the formulation
-  /// goes on from its last output.
+  /// The angle references and the integrator started again at (t_, y_), whose bodies are `bodies`.
+  void restart_at(const SystemState& bodies) {
+    restart_loads(bodies);
+    integrator_->reset(t_, y_);
+  }
+  /// After an interrupt inside the integrator, which had stepped on from (t_, y_): started again
+  /// there (restart_at, as set_state does), so that the formulation goes on from its last output.
   void back_to_last_output() {
     SystemState bodies_now;
     bodies(bodies_now);
-    restart_loads(bodies_now);
-    integrator_->reset(t_, y_);
+    restart_at(bodies_now);
   }
 
   std::unique_ptr<Integrator> integrator_;
