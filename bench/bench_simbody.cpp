@@ -1,8 +1,7 @@
 // One right-hand side of treedyn's dca and hdca against Simbody 3.7's forward dynamics
 // (realize(Acceleration) from the Position stage) on paper 000's spherical chain, measured in one
-// run and interleaved: each iteration times one treedyn right-hand side and then one Simbody
-// evaluation of the same chain at the same state, so a noisy machine slows both alike. The
-// reported time is treedyn's; the counters give both per evaluation and their ratio.
+// run and interleaved (peer_timing.hpp). The reported time is treedyn's; the counters give both
+// per evaluation and their ratio.
 // tests/peers/test_simbody.cpp checks that the two compute the same accelerations.
 //
 //   build/bench/treedyn_bench_simbody --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -13,12 +12,12 @@
 // exits; the script runs it under valgrind for two counts and divides the difference.
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "peer_timing.hpp"
 #include "simbody_chain.hpp"
 #include "treedyn/formulations.hpp"
 #include "treedyn/generators.hpp"
@@ -26,7 +25,6 @@
 namespace {
 
 using namespace treedyn;
-using Clock = std::chrono::steady_clock;
 
 std::unique_ptr<Formulation> chain_formulation(int n, const std::string& formulation) {
   FormulationSettings settings;
@@ -37,29 +35,9 @@ std::unique_ptr<Formulation> chain_formulation(int n, const std::string& formula
 void against_simbody(benchmark::State& state, const std::string& formulation) {
   const int n = static_cast<int>(state.range(0));
   const auto f = chain_formulation(n, formulation);
-  OdeSystem& ode = *f->ode();
-  const Eigen::VectorXd y = f->ode_state();
-  Eigen::VectorXd ydot(y.size());
   peers::SimbodyChain chain(n);
-  double treedyn_s = 0.0, simbody_s = 0.0;
-  for (auto _ : state) {
-    const auto t0 = Clock::now();
-    ode.rhs(0.0, y, ydot);
-    benchmark::DoNotOptimize(ydot.data());
-    const auto t1 = Clock::now();
-    chain.evaluate();
-    benchmark::ClobberMemory();
-    const auto t2 = Clock::now();
-    const double td = std::chrono::duration<double>(t1 - t0).count();
-    treedyn_s += td;
-    simbody_s += std::chrono::duration<double>(t2 - t1).count();
-    state.SetIterationTime(td);
-  }
-  const auto iterations = static_cast<double>(state.iterations());
+  bench::time_against_peer(state, *f->ode(), f->ode_state(), "simbody", [&] { chain.evaluate(); });
   state.counters["bodies"] = n;
-  state.counters["treedyn_us"] = 1e6 * treedyn_s / iterations;
-  state.counters["simbody_us"] = 1e6 * simbody_s / iterations;
-  state.counters["ratio"] = treedyn_s / simbody_s;
 }
 
 void DcaAgainstSimbody(benchmark::State& state) { against_simbody(state, "dca"); }

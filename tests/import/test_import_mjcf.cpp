@@ -14,6 +14,8 @@
 #include <random>
 #include <sstream>
 
+#include "mujoco_peer.hpp"
+#include "treedyn/generators.hpp"
 #include "treedyn/model_import.hpp"
 #include "treedyn/model_json.hpp"
 #include "treedyn/projection.hpp"
@@ -56,30 +58,27 @@ std::string humanoid_variant(bool exact_ankles, bool welded_torso) {
   return path;
 }
 
-using MjModelPtr = std::unique_ptr<mjModel, void (*)(mjModel*)>;
-using MjDataPtr = std::unique_ptr<mjData, void (*)(mjData*)>;
+using peers::MjDataPtr;
+using peers::MjModelPtr;
+using peers::mujoco_model;  // MuJoCo's model of the file with what treedyn does not model switched off
 
-/// MuJoCo's model of the file with what treedyn does not model switched off.
-MjModelPtr mujoco_model(const std::string& path) {
-  char error[1000] = "";
-  MjModelPtr m(mj_loadXML(path.c_str(), nullptr, error, sizeof error), mj_deleteModel);
-  EXPECT_TRUE(m) << error;
-  m->opt.disableflags |= mjDSBL_CONTACT | mjDSBL_LIMIT | mjDSBL_PASSIVE | mjDSBL_ACTUATION | mjDSBL_FRICTIONLOSS;
-  for (int i = 0; i < m->nv; ++i) m->dof_armature[i] = 0.0;
-  return m;
-}
-
-/// A random state: hinge angles within 0.8 rad of qpos0, the free joint anywhere, rates in [-2, 2].
+/// A random state: hinge angles within 0.8 rad of qpos0, the free joint anywhere, ball joints
+/// at any rotation, rates in [-2, 2].
 void randomise(const mjModel& m, mjData& d, std::mt19937& rng) {
   std::uniform_real_distribution<double> u(-1.0, 1.0);
+  const auto random_rotation = [&](double* q) {
+    Quat r(u(rng), u(rng), u(rng), u(rng));
+    r.normalize();
+    q[0] = r.w(), q[1] = r.x(), q[2] = r.y(), q[3] = r.z();
+  };
   mj_resetData(&m, &d);
   for (int j = 0; j < m.njnt; ++j) {
     double* q = d.qpos + m.jnt_qposadr[j];
     if (m.jnt_type[j] == mjJNT_FREE) {
       for (int k = 0; k < 3; ++k) q[k] += u(rng);
-      Quat r(u(rng), u(rng), u(rng), u(rng));
-      r.normalize();
-      q[3] = r.w(), q[4] = r.x(), q[5] = r.y(), q[6] = r.z();
+      random_rotation(q + 3);
+    } else if (m.jnt_type[j] == mjJNT_BALL) {
+      random_rotation(q);
     } else if (m.jnt_type[j] == mjJNT_HINGE || m.jnt_type[j] == mjJNT_SLIDE) {
       q[0] += 0.8 * u(rng);
     }
@@ -115,6 +114,28 @@ double kinetic_energy_of(const Model& model, const SystemState& s) {
   return T;
 }
 
+/// Accelerations: treedyn's at `s` (MuJoCo's state, mj_forward and mj_rnePostConstraint done)
+/// against MuJoCo's (classical acceleration of the centre of mass; MuJoCo's cacc carries -g, added
+/// back). The largest difference of any body's angular or linear acceleration, and the largest of
+/// MuJoCo's (the scale).
+std::pair<double, double> acceleration_difference(const mjModel& m, const mjData& d, const Model& model, Simulator& sim,
+                                                  const SystemState& s) {
+  sim.set_body_states(s);
+  const SystemState& a = sim.snapshot().bodies;
+  double scale = 0.0, worst = 0.0;
+  for (int b = 0; b < model.body_count(); ++b) {
+    const int id = mj_name2id(&m, mjOBJ_BODY, model.bodies[static_cast<std::size_t>(b)].name.c_str());
+    mjtNum acc[6];
+    mj_objectAcceleration(&m, &d, mjOBJ_BODY, id, acc, 0);
+    const Vec3 alpha(acc[0], acc[1], acc[2]);
+    const Vec3 lin = Vec3(acc[3], acc[4], acc[5]) + Vec3(m.opt.gravity[0], m.opt.gravity[1], m.opt.gravity[2]);
+    const BodyState& x = a[static_cast<std::size_t>(b)];
+    scale = std::max({scale, alpha.norm(), lin.norm()});
+    worst = std::max({worst, (x.alpha - alpha).norm(), (x.a - lin).norm()});
+  }
+  return {worst, scale};
+}
+
 TEST(ImportMjcf, HumanoidWithExactJointsHasMuJoCosKineticEnergyAndAccelerationsAtRandomStates) {
   const std::string path = humanoid_variant(/*exact_ankles=*/true, /*welded_torso=*/false);
   const ImportedModel imported = import_mjcf_file(path);
@@ -135,25 +156,60 @@ TEST(ImportMjcf, HumanoidWithExactJointsHasMuJoCosKineticEnergyAndAccelerationsA
     for (int i = 0; i < m->nv; ++i) T_mujoco += 0.5 * d->qvel[i] * Mv[static_cast<std::size_t>(i)];
     const SystemState s = body_states(*m, *d, *model);
     EXPECT_NEAR(kinetic_energy_of(*model, s), T_mujoco, 1e-12 * T_mujoco) << "trial " << trial;
-    // Accelerations: treedyn's reference formulation at the same state against MuJoCo's
-    // (classical acceleration of the centre of mass; MuJoCo's cacc carries -g, added back).
-    sim.set_body_states(s);
-    const SystemState& a = sim.snapshot().bodies;
-    double scale = 0.0, worst = 0.0;
-    for (int b = 0; b < model->body_count(); ++b) {
-      const int id = mj_name2id(m.get(), mjOBJ_BODY, model->bodies[static_cast<std::size_t>(b)].name.c_str());
-      mjtNum acc[6];
-      mj_objectAcceleration(m.get(), d.get(), mjOBJ_BODY, id, acc, 0);
-      const Vec3 alpha(acc[0], acc[1], acc[2]);
-      const Vec3 lin = Vec3(acc[3], acc[4], acc[5]) + Vec3(m->opt.gravity[0], m->opt.gravity[1], m->opt.gravity[2]);
-      const BodyState& x = a[static_cast<std::size_t>(b)];
-      scale = std::max({scale, alpha.norm(), lin.norm()});
-      worst = std::max({worst, (x.alpha - alpha).norm(), (x.a - lin).norm()});
-    }
+    const auto [worst, scale] = acceleration_difference(*m, *d, *model, sim, s);
     // Both are direct solutions of the same equations in double precision: 1e-9 relative leaves
     // room for the conditioning of a 27-DOF mass matrix.
     std::printf("trial %d: kinetic energy %.12g J; largest acceleration difference %.3g of %.3g\n", trial, T_mujoco, worst, scale);
     EXPECT_LT(worst, 1e-9 * scale) << "trial " << trial << ": largest acceleration difference " << worst << " of " << scale;
+  }
+}
+
+// The chain of the benchmark against MuJoCo (bench/bench_mujoco.cpp), written by
+// peers/mujoco_peer.hpp: its import is paper 000's chain (make_chain), and MuJoCo and treedyn's
+// joint-space formulations compute the same accelerations at random states, so the benchmark
+// times like against like.
+TEST(ImportMjcf, SphericalChainInMjcfIsPaper000sChainWithMuJoCosAccelerationsAtRandomStates) {
+  for (const int n : {1, 3, 16, peers::kMaxMjcfChainLinks}) {
+    const std::string path = (std::filesystem::temp_directory_path() / ("treedyn_chain" + std::to_string(n) + ".xml")).string();
+    std::ofstream(path) << peers::chain_mjcf(n);
+    const ImportedModel imported = import_mjcf_file(path);
+    EXPECT_TRUE(imported.warnings.empty()) << imported.warnings.front();
+    const Model chain = make_chain(n, JointType::Spherical);
+    ASSERT_EQ(imported.model.body_count(), n);
+    ASSERT_EQ(imported.model.joints.size(), chain.joints.size());
+    for (std::size_t i = 0; i < chain.bodies.size(); ++i) {
+      const Body &a = imported.model.bodies[i], &b = chain.bodies[i];
+      EXPECT_EQ(a.name, b.name);
+      EXPECT_EQ(a.mass, b.mass);
+      EXPECT_LT((a.inertia - b.inertia).norm(), 1e-15) << a.name;
+      EXPECT_LT((a.position - b.position).norm(), 1e-12 * n) << a.name;  // MuJoCo sums the offsets
+      EXPECT_LT(a.orientation.angularDistance(b.orientation), 1e-15) << a.name;
+      const Joint &ja = imported.model.joints[i], &jb = chain.joints[i];
+      EXPECT_EQ(ja.type, JointType::Spherical);
+      EXPECT_EQ(ja.parent, jb.parent);
+      EXPECT_EQ(ja.child, jb.child);
+      EXPECT_LT((ja.child_frame.origin - jb.child_frame.origin).norm(), 1e-12 * n) << ja.name;
+    }
+    EXPECT_EQ(imported.model.gravity, chain.gravity);
+    const auto model = share(imported.model);
+    MjModelPtr m = mujoco_model(path);
+    MjDataPtr d(mj_makeData(m.get()), mj_deleteData);
+    for (const std::string formulation : {"dca", "hdca", "reference"}) {
+      Simulator sim(model, formulation);
+      std::mt19937 rng(static_cast<unsigned>(5 * n));
+      for (int trial = 0; trial < 3; ++trial) {
+        randomise(*m, *d, rng);
+        mj_forward(m.get(), d.get());
+        mj_rnePostConstraint(m.get(), d.get());
+        const auto [worst, scale] = acceleration_difference(*m, *d, *model, sim, body_states(*m, *d, *model));
+        // MuJoCo factors the chain's dense joint-space mass matrix (3n x 3n), treedyn solves in
+        // O(n): both direct, in double precision. As against Simbody (tests/peers), 1e-10 of the
+        // largest acceleration leaves room for round-off amplified along 96 links.
+        EXPECT_LT(worst, 1e-10 * scale) << formulation << ", " << n << " links, trial " << trial
+                                        << ": largest acceleration difference " << worst << " of " << scale;
+        if (trial == 0) std::printf("%s, %d links: largest acceleration difference %.3g of %.3g\n", formulation.c_str(), n, worst, scale);
+      }
+    }
   }
 }
 
