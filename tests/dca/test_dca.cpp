@@ -41,13 +41,14 @@ namespace {
 // One body's mobility in its handles' rows from jc::mobility_rows (shared by dca and hdca, with
 // cross products and the inertia's block structure) against its definition multiplied out as
 // Dim x Dim matrices, G_h S(l_h)' M^-1 S(l_k) G_k', with S(l) = [I 0; skew(l) I] (spatial) or
-// [I 0; (-l_y, l_x) 1] (planar), M^-1 = diag(I/m, J^-1): three handles with random arms, random
-// rows on either side, the inertia random. `counts`: the handles' row counts (all equal: the
-// fixed-size fill; mixed: the dynamic one); `unit`: tree joints' unit rows (a spherical joint's
-// three: the fill by cross products). The entries are of order 1 to 10 and each is a few
+// [I 0; (-l_y, l_x) 1] (planar), M^-1 = diag(I/m, J^-1): handles with random arms, random rows on
+// either side (every second handle holds the p side), the inertia random. `counts`: the handles'
+// row counts (all equal: the fixed-size fill; mixed: the fill entry by entry, or beyond eight
+// handles the dynamic-size one); `unit`: tree joints' unit rows (a spherical joint's three: the
+// fill by cross products). The entries are of order 1 to 10 and each is a few
 // products: 1e-12 is some tens of round-offs.
 template <int Dim>
-void expect_mobility_rows(const std::array<int, 3>& counts, std::mt19937& rng, const std::string& what, bool unit = false) {
+void expect_mobility_rows(const std::vector<int>& counts, std::mt19937& rng, const std::string& what, bool unit = false) {
   constexpr int V = Dim == 6 ? 3 : 2, W = Dim - V;
   using MatD = Eigen::Matrix<double, Dim, Dim>;
   using Arm = jc::HandleArm<double, Dim>;
@@ -55,10 +56,11 @@ void expect_mobility_rows(const std::array<int, 3>& counts, std::mt19937& rng, c
   const Eigen::Matrix<double, W, W> B = Eigen::Matrix<double, W, W>::NullaryExpr([&] { return u(rng); });
   const jc::AngularInverse<double, Dim> J_inverse = (B * B.transpose() + 0.2 * decltype(B)::Identity()).inverse();
   const double inverse_mass = 0.5 + 0.5 * (u(rng) + 1.0);
-  std::vector<Arm> l(3);
-  std::vector<dc::JointRows<double, Dim>> rows(3);
+  const int n = static_cast<int>(counts.size());
+  std::vector<Arm> l(counts.size());
+  std::vector<dc::JointRows<double, Dim>> rows(counts.size());
   std::vector<int> offset = {0};
-  for (int j = 0; j < 3; ++j) {
+  for (int j = 0; j < n; ++j) {
     l[static_cast<std::size_t>(j)] = Arm::NullaryExpr([&] { return u(rng); });
     auto& r = rows[static_cast<std::size_t>(j)];
     if (unit) {  // a tree joint's unit rows, G_c = [I 0] = -G_p
@@ -72,11 +74,12 @@ void expect_mobility_rows(const std::array<int, 3>& counts, std::mt19937& rng, c
     offset.push_back(offset.back() + r.rows);
   }
   typename dc::HandleTree<double, Dim>::Node leaf;
-  int handles[] = {0, 1, 2};
-  char holds_p[] = {0, 1, 0};
-  leaf.handles_at = handles;
-  leaf.h = 3;
-  leaf.holds_p_at = holds_p;
+  std::vector<int> handles(counts.size());
+  std::vector<char> holds_p(counts.size());
+  for (int j = 0; j < n; ++j) handles[static_cast<std::size_t>(j)] = j, holds_p[static_cast<std::size_t>(j)] = j % 2;
+  leaf.handles_at = handles.data();
+  leaf.h = n;
+  leaf.holds_p_at = holds_p.data();
   leaf.offset_at = offset.data();
   std::vector<double> K(static_cast<std::size_t>(offset.back() * (offset.back() + 2)), 0.0);  // K~, b~, f~
   leaf.rows_at = K.data();
@@ -92,10 +95,10 @@ void expect_mobility_rows(const std::array<int, 3>& counts, std::mt19937& rng, c
   };
   auto G = [&](int h) -> Eigen::MatrixXd {
     const auto& r = rows[static_cast<std::size_t>(h)];
-    return (h == 1 ? r.G_p() : r.G_c()).topRows(r.rows);
+    return (h % 2 == 1 ? r.G_p() : r.G_c()).topRows(r.rows);
   };
-  for (int h = 0; h < 3; ++h)
-    for (int k = 0; k < 3; ++k) {
+  for (int h = 0; h < n; ++h)
+    for (int k = 0; k < n; ++k) {
       const Eigen::MatrixXd expected =
           G(h) * S(l[static_cast<std::size_t>(h)]).transpose() * M_inverse * S(l[static_cast<std::size_t>(k)]) * G(k).transpose();
       const Eigen::MatrixXd got = leaf.K_hat().block(offset[h], offset[k], expected.rows(), expected.cols());
@@ -112,10 +115,13 @@ TEST(Dca, BodyMobilityInRowsIsTheRowsTimesTheArmsTimesTheInverseMass) {
     expect_mobility_rows<6>({3, 3, 3}, rng, t + ", spatial, 3 rows each");
     expect_mobility_rows<6>({5, 5, 5}, rng, t + ", spatial, 5 rows each");
     expect_mobility_rows<6>({3, 5, 1}, rng, t + ", spatial, 3, 5, 1 rows");
+    expect_mobility_rows<6>({6, 4, 4, 4}, rng, t + ", spatial, a humanoid torso: a weld and three universal joints");
+    expect_mobility_rows<6>({5, 3, 4, 6, 1, 2, 5, 3, 4}, rng, t + ", spatial, nine handles of mixed rows");
     expect_mobility_rows<6>({3, 3, 3}, rng, t + ", spatial, spherical joints' unit rows", true);
     expect_mobility_rows<6>({3, 6, 3}, rng, t + ", spatial, unit rows of 3 and 6", true);
     expect_mobility_rows<3>({2, 2, 2}, rng, t + ", planar, 2 rows each");
     expect_mobility_rows<3>({2, 3, 1}, rng, t + ", planar, 2, 3, 1 rows");
+    expect_mobility_rows<3>({2, 3, 1, 2, 3, 1, 2, 3, 1}, rng, t + ", planar, nine handles of mixed rows");
   }
 }
 

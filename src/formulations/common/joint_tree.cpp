@@ -1,5 +1,6 @@
 #include "joint_tree.hpp"
 
+#include <array>
 #include <cassert>
 
 namespace treedyn::jc {
@@ -84,6 +85,56 @@ void mobility_rows_sized(S inverse_mass, const AngularInverse<S, Dim>& J_inverse
   }
 }
 
+// mobility_rows for a leaf whose handles have differing rows (a robot's body with a hinge, a
+// universal joint and a weld; at most kMixedHandles of them): each handle's arm rows E_h and
+// P_h = E_w,h J^-1 made once (not once per pair), then every block K~_ac entry by entry,
+// K~_ac(i, j) = E_v,a(i, :) E_v,c(j, :)' / m + P_a(i, :) E_w,c(j, :)', sums of V and W terms
+// where Eigen's dynamic-size products took most of this leaf's time (perf on MuJoCo's humanoid).
+// Returns false for more handles (the caller's dynamic-size path).
+constexpr int kMixedHandles = 8;
+
+template <class S, int Dim>
+bool mobility_rows_mixed(S inverse_mass, const AngularInverse<S, Dim>& J_inverse, std::span<const HandleArm<S, Dim>> l,
+                         const std::vector<dc::JointRows<S, Dim>>& rows, typename dc::HandleTree<S, Dim>::Node& leaf) {
+  constexpr int V = Dim == 6 ? 3 : 2, W = Dim - V;  // linear and angular components
+  using Tree = dc::HandleTree<S, Dim>;
+  const int h = leaf.size();
+  if (h > kMixedHandles) return false;
+  struct Arm {
+    Eigen::Matrix<S, Dim, V> E_v;  // the handle's first m rows
+    Eigen::Matrix<S, Dim, W> E_w, P;
+    int m;
+  };
+  std::array<Arm, kMixedHandles> arms;
+  for (int a = 0; a < h; ++a) {  // E_h = G_h S(l_h)', row by row
+    Arm& e = arms[static_cast<std::size_t>(a)];
+    const auto G = Tree::handle_rows(leaf, a, rows);
+    e.m = static_cast<int>(G.rows());
+    const HandleArm<S, Dim>& arm = l[static_cast<std::size_t>(a)];
+    for (int r = 0; r < e.m; ++r) {
+      e.E_v.row(r) = G.template block<1, V>(r, 0);
+      e.E_w.row(r) = G.template block<1, W>(r, V);
+      if constexpr (Dim == 6) e.E_w.row(r) += arm.cross(Vec3T<S>(e.E_v.row(r).transpose())).transpose();
+      else e.E_w(r, 0) += arm.x() * e.E_v(r, 1) - arm.y() * e.E_v(r, 0);
+      e.P.row(r).noalias() = e.E_w.row(r) * J_inverse;  // E_w,h J^-1
+    }
+  }
+  auto K_hat = leaf.K_hat();
+  for (int a = 0; a < h; ++a) {
+    const Arm& A = arms[static_cast<std::size_t>(a)];
+    for (int c = a; c < h; ++c) {
+      const Arm& C = arms[static_cast<std::size_t>(c)];
+      for (int i = 0; i < A.m; ++i)
+        for (int j = 0; j < C.m; ++j) {
+          const S k = inverse_mass * A.E_v.row(i).dot(C.E_v.row(j)) + A.P.row(i).dot(C.E_w.row(j));
+          K_hat(leaf.o(a) + i, leaf.o(c) + j) = k;
+          if (c != a) K_hat(leaf.o(c) + j, leaf.o(a) + i) = k;
+        }
+    }
+  }
+  return true;
+}
+
 // Every handle a spherical joint's unit rows (G = s [I 0], s = -1 on the p side, 3 rows):
 // E_h = s_h [I, -L_h] with L = skew(l), so K~_hk = s_h s_k (I / m - L_h J^-1 L_k), the leading
 // 3 x 3 block of S(l_h)' M^-1 S(l_k). By cross products: P_h = L_h J^-1 has columns
@@ -137,7 +188,8 @@ void mobility_rows(S inverse_mass, const AngularInverse<S, Dim>& J_inverse, std:
     if (spherical_unit_rows<S>(rows, leaf))
       return leaf.size() == 2 ? spherical_mobility_rows<S, 2>(inverse_mass, J_inverse, l, leaf)
                               : spherical_mobility_rows<S, Eigen::Dynamic>(inverse_mass, J_inverse, l, leaf);
-  // uniform_rows() is 0 when the handles' rows differ: the dynamic sizes then.
+  // uniform_rows() is 0 when the handles' rows differ: mobility_rows_mixed, or the dynamic sizes.
+  if (leaf.uniform_rows() == 0 && mobility_rows_mixed<S, Dim>(inverse_mass, J_inverse, l, rows, leaf)) return;
   dc::HandleTree<S, Dim>::with_rows(leaf.uniform_rows(),
                                     [&]<int M>() { mobility_rows_sized<S, Dim, M>(inverse_mass, J_inverse, l, rows, leaf); });
 }
