@@ -178,7 +178,7 @@ class AssemblyTree {
     std::vector<std::pair<int, int>> ends;  // (parent, child) of each joint
     mutable std::vector<char> member, seen;
   };
-  int build(std::vector<int> bodies, const Context& ctx);
+  int build(std::vector<int> bodies, const Context& ctx, int budget);  // budget: the most levels below
   void attach_joints(const Model& model);  // after number_in_postorder: the lists in id order
   void number_in_postorder();
   void append_postorder(int id, std::vector<int>& out) const;

@@ -219,6 +219,17 @@ double Topology::loop_conditioning(const Model& model, const SystemState& state)
 
 // ---------------------------------------------------------------------------------------------
 
+namespace {
+
+/// Levels of a balanced binary tree over n leaves: ceil(log2 n).
+int ceil_log2(std::size_t n) {
+  int levels = 0;
+  while ((std::size_t{1} << levels) < n) ++levels;
+  return levels;
+}
+
+}  // namespace
+
 AssemblyTree::AssemblyTree(const Model& model, const Topology& topology, int threads)
     : leaf_of_(static_cast<std::size_t>(model.body_count()), -1) {
   if (topology.body_count() != model.body_count())
@@ -247,7 +258,10 @@ AssemblyTree::AssemblyTree(const Model& model, const Topology& topology, int thr
   }
   for (int b = 0; b < model.body_count(); ++b)
     if (!listed[static_cast<std::size_t>(b)]) order.push_back(b);
-  root_ = build(order, ctx);
+  // Height budget: the halves' ceil(log2 n) levels and two more, which splits at one joint may
+  // take (MuJoCo's humanoid: one more level kept a third of the time those splits save, two all
+  // of it; docs/benchmarks.md, "Against MuJoCo").
+  root_ = build(order, ctx, ceil_log2(order.size()) + 2);
   number_in_postorder();
   attach_joints(model);
   links_.reserve(nodes_.size());
@@ -370,9 +384,45 @@ int handle_count(const std::vector<int>& bodies, const Topology& topology, const
   return count;
 }
 
+/// The splits of `bodies` at one joint: for each joint inside the subset whose two ends no other
+/// path inside it connects (a bridge of the subset's graph), the bodies on one side, in
+/// breadth-first order, then the rest; with the size of the first part. What a node joined at
+/// one joint eliminates alone (the single-joint kernel) where halves of a breadth-first order
+/// may cut a branched tree at several (MuJoCo's humanoid: its hips and an elbow at once). For a
+/// small subset: each candidate joint costs a search of the subset.
+std::vector<std::pair<std::vector<int>, std::size_t>> single_joint_splits(const std::vector<int>& bodies,
+                                                                          const std::vector<std::vector<int>>& neighbours,
+                                                                          std::vector<char>& member, std::vector<char>& seen) {
+  std::vector<std::pair<std::vector<int>, std::size_t>> splits;
+  for (int b : bodies) member[static_cast<std::size_t>(b)] = 1;
+  for (int u : bodies)
+    for (int v : neighbours[static_cast<std::size_t>(u)]) {
+      const auto& around = neighbours[static_cast<std::size_t>(u)];
+      if (v <= u || !member[static_cast<std::size_t>(v)] || std::count(around.begin(), around.end(), v) != 1) continue;
+      for (int b : bodies) seen[static_cast<std::size_t>(b)] = 0;
+      std::vector<int> side{u};  // reached from u without the joint u-v
+      seen[static_cast<std::size_t>(u)] = 1;
+      for (std::size_t k = 0; k < side.size(); ++k) {
+        const int b = side[k];
+        for (int n : neighbours[static_cast<std::size_t>(b)])
+          if (member[static_cast<std::size_t>(n)] && !seen[static_cast<std::size_t>(n)] && !(b == u && n == v)) {
+            seen[static_cast<std::size_t>(n)] = 1;
+            side.push_back(n);
+          }
+      }
+      if (seen[static_cast<std::size_t>(v)]) continue;  // another path: not a bridge
+      const std::size_t first = side.size();
+      for (int b : bodies)
+        if (!seen[static_cast<std::size_t>(b)]) side.push_back(b);
+      splits.emplace_back(std::move(side), first);
+    }
+  for (int b : bodies) member[static_cast<std::size_t>(b)] = 0;
+  return splits;
+}
+
 }  // namespace
 
-int AssemblyTree::build(std::vector<int> bodies, const Context& ctx) {
+int AssemblyTree::build(std::vector<int> bodies, const Context& ctx, int budget) {
   const int id = static_cast<int>(nodes_.size());
   nodes_.emplace_back();
   if (bodies.size() == 1) {
@@ -381,23 +431,34 @@ int AssemblyTree::build(std::vector<int> bodies, const Context& ctx) {
     return id;
   }
   // Split a breadth-first order in halves; among the starting bodies tried, keep the split whose
-  // halves carry the fewest handles (the most of either first, then the total).
-  const auto half = static_cast<std::ptrdiff_t>((bodies.size() + 1) / 2);
-  const std::size_t tries = bodies.size() <= 64 ? bodies.size() : 1;
+  // halves carry the fewest handles (the most of either first, then the total). A small subset
+  // may also split at one joint into unequal parts, kept only where it carries strictly fewer
+  // handles than the best halves (a chain's halves are such a split already: chains keep theirs)
+  // and its larger part fits the height left (budget - 1 levels; halves always do).
+  const std::size_t half = (bodies.size() + 1) / 2;
+  const bool small = bodies.size() <= 64;
   std::vector<int> best;
+  std::size_t best_split = half;
   std::pair<int, int> best_score{std::numeric_limits<int>::max(), 0};
-  for (std::size_t k = 0; k < tries; ++k) {
-    std::vector<int> order = bfs_order(bodies, bodies[k], ctx.neighbours, ctx.member, ctx.seen);
-    const int a = handle_count({order.begin(), order.begin() + half}, ctx.topology, ctx.ends, ctx.member);
-    const int b = handle_count({order.begin() + half, order.end()}, ctx.topology, ctx.ends, ctx.member);
+  auto consider = [&](std::vector<int>&& order, std::size_t split) {
+    const auto at = order.begin() + static_cast<std::ptrdiff_t>(split);
+    const int a = handle_count({order.begin(), at}, ctx.topology, ctx.ends, ctx.member);
+    const int b = handle_count({at, order.end()}, ctx.topology, ctx.ends, ctx.member);
     const std::pair<int, int> score{std::max(a, b), a + b};
     if (score < best_score) {
       best_score = score;
       best = std::move(order);
+      best_split = split;
     }
-  }
-  const int left = build(std::vector<int>(best.begin(), best.begin() + half), ctx);
-  const int right = build(std::vector<int>(best.begin() + half, best.end()), ctx);
+  };
+  for (std::size_t k = 0; k < (small ? bodies.size() : 1); ++k)
+    consider(bfs_order(bodies, bodies[k], ctx.neighbours, ctx.member, ctx.seen), half);
+  if (small)
+    for (auto& [order, split] : single_joint_splits(bodies, ctx.neighbours, ctx.member, ctx.seen))
+      if (ceil_log2(std::max(split, order.size() - split)) <= budget - 1) consider(std::move(order), split);
+  const auto at = best.begin() + static_cast<std::ptrdiff_t>(best_split);
+  const int left = build(std::vector<int>(best.begin(), at), ctx, budget - 1);
+  const int right = build(std::vector<int>(at, best.end()), ctx, budget - 1);
   AssemblyNode& n = nodes_[static_cast<std::size_t>(id)];
   n.left = left;
   n.right = right;
