@@ -46,6 +46,14 @@ void handle_points(const Model& model, const JointLayout& layout, const JointMot
 
 namespace {
 
+// The moment about the centre of mass of a handle row's force part g_v at the arm l: l x g_v
+// (planar: the scalar l_x g_y - l_y g_x). Row g of G_h gives the row [g_v; g_w + l x g_v] of E_h.
+template <class S, int Dim, class RowV>
+Eigen::Matrix<S, 1, Dim == 6 ? 3 : 1> arm_moment(const HandleArm<S, Dim>& l, const RowV& g_v) {
+  if constexpr (Dim == 6) return l.cross(Vec3T<S>(g_v.transpose())).transpose();
+  else return Eigen::Matrix<S, 1, 1>(l.x() * g_v(1) - l.y() * g_v(0));
+}
+
 // mobility_rows with every handle of M rows (M fixed: a chain of one joint type), or of any
 // (M = Eigen::Dynamic, at most Dim).
 template <class S, int Dim, int M>
@@ -61,10 +69,7 @@ void mobility_rows_sized(S inverse_mass, const AngularInverse<S, Dim>& J_inverse
     E_v = G.template block<M, V>(0, 0, m, V);
     E_w = G.template block<M, W>(0, V, m, W);
     const HandleArm<S, Dim>& arm = l[static_cast<std::size_t>(h)];
-    for (Eigen::Index r = 0; r < m; ++r) {
-      if constexpr (Dim == 6) E_w.row(r) += arm.cross(Vec3T<S>(E_v.row(r).transpose())).transpose();
-      else E_w(r, 0) += arm.x() * E_v(r, 1) - arm.y() * E_v(r, 0);
-    }
+    for (Eigen::Index r = 0; r < m; ++r) E_w.row(r) += arm_moment<S, Dim>(arm, E_v.row(r));
   };
   auto K_hat = leaf.K_hat();
   const int h = leaf.size();
@@ -114,8 +119,7 @@ bool mobility_rows_mixed(S inverse_mass, const AngularInverse<S, Dim>& J_inverse
     for (int r = 0; r < e.m; ++r) {
       e.E_v.row(r) = G.template block<1, V>(r, 0);
       e.E_w.row(r) = G.template block<1, W>(r, V);
-      if constexpr (Dim == 6) e.E_w.row(r) += arm.cross(Vec3T<S>(e.E_v.row(r).transpose())).transpose();
-      else e.E_w(r, 0) += arm.x() * e.E_v(r, 1) - arm.y() * e.E_v(r, 0);
+      e.E_w.row(r) += arm_moment<S, Dim>(arm, e.E_v.row(r));
       e.P.row(r).noalias() = e.E_w.row(r) * J_inverse;  // E_w,h J^-1
     }
   }
