@@ -143,7 +143,10 @@ TEST(ImportMjcf, HumanoidWithExactJointsHasMuJoCosKineticEnergyAndAccelerationsA
   ASSERT_EQ(model->body_count(), 16);  // no connector bodies: every joint set maps exactly
   MjModelPtr m = mujoco_model(path);
   MjDataPtr d(mj_makeData(m.get()), mj_deleteData);
+  // The reference formulation, and dca and hdca, whose torso leaf has five handles of 0 (the free
+  // root), 6, 4, 4 and 4 rows (their mixed-rows mobility) and whose tree is split at single joints.
   Simulator sim(model, "reference");
+  Simulator dca(model, "dca"), hdca(model, "hdca");
   std::mt19937 rng(7);
   for (int trial = 0; trial < 5; ++trial) {
     randomise(*m, *d, rng);
@@ -161,6 +164,11 @@ TEST(ImportMjcf, HumanoidWithExactJointsHasMuJoCosKineticEnergyAndAccelerationsA
     // room for the conditioning of a 27-DOF mass matrix.
     std::printf("trial %d: kinetic energy %.12g J; largest acceleration difference %.3g of %.3g\n", trial, T_mujoco, worst, scale);
     EXPECT_LT(worst, 1e-9 * scale) << "trial " << trial << ": largest acceleration difference " << worst << " of " << scale;
+    for (auto [name, f] : {std::pair{"dca", &dca}, std::pair{"hdca", &hdca}}) {
+      const auto [worst_f, scale_f] = acceleration_difference(*m, *d, *model, *f, s);
+      std::printf("  %s: largest acceleration difference %.3g of %.3g\n", name, worst_f, scale_f);
+      EXPECT_LT(worst_f, 1e-9 * scale_f) << name << ", trial " << trial;
+    }
   }
 }
 
