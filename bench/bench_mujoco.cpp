@@ -38,22 +38,15 @@ std::string temporary_file(const std::string& name, const std::string& text) {
   return path;
 }
 
-/// MuJoCo's humanoid file with each ankle's hinges at one point and perpendicular (every
-/// "pos=\"0 0 .04\" axis=\"1 0 .5\"" of ankle_x made "pos=\"0 0 .08\" axis=\"1 0 0\"", the
-/// position of ankle_y), written to a temporary file; throws if the file has no such ankle.
+/// MuJoCo's humanoid file with its ankles made exact (peers::with_exact_ankles), written to a
+/// temporary file.
 std::string humanoids_with_exact_ankles(int k) {
   const std::string source = std::string("/usr/share/mujoco/model/humanoid/") + (k == 1 ? "humanoid.xml" : "22_humanoids.xml");
   std::ifstream in(source);
   if (!in) throw std::runtime_error("cannot read " + source + " (Debian's libmujoco-samples)");
   std::stringstream buffer;
   buffer << in.rdbuf();
-  std::string text = buffer.str();
-  const std::string from = "pos=\"0 0 .04\" axis=\"1 0 .5\"", to = "pos=\"0 0 .08\" axis=\"1 0 0\"";
-  int replaced = 0;
-  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()), ++replaced)
-    text.replace(at, from.size(), to);
-  if (replaced != 2 * k) throw std::runtime_error(source + ": expected " + std::to_string(2 * k) + " ankles, found " + std::to_string(replaced));
-  return temporary_file("treedyn_bench_humanoids" + std::to_string(k) + ".xml", text);
+  return temporary_file("treedyn_bench_humanoids" + std::to_string(k) + ".xml", peers::with_exact_ankles(buffer.str(), k));
 }
 
 void against_mujoco(benchmark::State& state, const std::string& formulation, const std::string& path) {

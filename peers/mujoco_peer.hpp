@@ -38,6 +38,22 @@ inline std::string chain_mjcf(int n) {
   return text;
 }
 
+/// MuJoCo's humanoid.xml (humanoids = 1) or 22_humanoids.xml (22) with each ankle's two hinges
+/// at one point and perpendicular: every ankle_x's pos="0 0 .04" axis="1 0 .5" made the
+/// pos="0 0 .08" axis="1 0 0" of its ankle_y, so that treedyn imports each foot's hinges as one
+/// universal joint (no connector body) and the two engines' models are the same. Throws
+/// std::invalid_argument unless the text has two such ankles a humanoid.
+inline std::string with_exact_ankles(std::string text, int humanoids) {
+  const std::string from = "pos=\"0 0 .04\" axis=\"1 0 .5\"", to = "pos=\"0 0 .08\" axis=\"1 0 0\"";
+  int replaced = 0;
+  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()), ++replaced)
+    text.replace(at, from.size(), to);
+  if (replaced != 2 * humanoids)
+    throw std::invalid_argument("with_exact_ankles: expected " + std::to_string(2 * humanoids) + " ankles, found " +
+                                std::to_string(replaced));
+  return text;
+}
+
 using MjModelPtr = std::unique_ptr<mjModel, void (*)(mjModel*)>;
 using MjDataPtr = std::unique_ptr<mjData, void (*)(mjData*)>;
 

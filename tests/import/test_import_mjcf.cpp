@@ -46,10 +46,7 @@ std::string replaced(std::string text, const std::string& from, const std::strin
 /// so that every body maps exactly; optionally with the torso welded to the world.
 std::string humanoid_variant(bool exact_ankles, bool welded_torso) {
   std::string text = read(kHumanoid);
-  if (exact_ankles)
-    for (const char* side : {"right", "left"})
-      text = replaced(text, std::string("name=\"") + side + "_ankle_x\" pos=\"0 0 .04\" axis=\"1 0 .5\"",
-                      std::string("name=\"") + side + "_ankle_x\" pos=\"0 0 .08\" axis=\"1 0 0\"");
+  if (exact_ankles) text = peers::with_exact_ankles(text, 1);
   if (welded_torso) text = replaced(text, "<freejoint name=\"root\"/>", "");
   const std::string path = (std::filesystem::temp_directory_path() /
                              ("treedyn_humanoid_" + std::to_string(exact_ankles) + std::to_string(welded_torso) + ".xml"))
