@@ -8,6 +8,8 @@
 
 #include "allocation_counter.hpp"
 #include "formulations/common/joint_tree.hpp"
+#include "formulations/common/welded_bodies.hpp"
+#include "formulations/dca/acceleration_solver.hpp"
 #include "support.hpp"
 #include "treedyn/formulations/dca.hpp"
 #include "treedyn/generators.hpp"
@@ -251,6 +253,114 @@ TEST(Dca, JointReactionsMatchTheReference) {
   test::expect_reactions_match_reference(test::branched_tree(), "dca", {}, 1e-11, 1e-6);
 }
 
+// Welded bodies as one rigid body (WeldedBodies): the groups' mass, centre of mass and inertia are
+// those of their members, summed in the global frame at the initial state (independent of the
+// root-frame sums the class makes).
+TEST(Dca, WeldedGroupsHaveTheirMembersMassCentreAndInertia) {
+  const Model m = test::welded_tree();
+  const Topology topology(m);
+  const jc::WeldedBodies welded(m, topology);
+  ASSERT_TRUE(welded.any());
+  EXPECT_EQ(welded.count(), 5);  // trunk+plate, arm+hand+finger, leg, shin+foot, pod+pod_tail
+  EXPECT_EQ(welded.welds().size(), 5u);
+  EXPECT_EQ(welded.members(welded.of(m.body_index("hand"))).size(), 3u);
+  const SystemState s = initial_state(m);
+  for (int c = 0; c < welded.count(); ++c) {
+    double mass = 0.0;
+    Vec3 centre = Vec3::Zero();
+    for (int b : welded.members(c)) {
+      mass += m.bodies[static_cast<std::size_t>(b)].mass;
+      centre += m.bodies[static_cast<std::size_t>(b)].mass * s[static_cast<std::size_t>(b)].r;
+    }
+    centre /= mass;
+    Mat3 J = Mat3::Zero();
+    for (int b : welded.members(c)) {
+      const Body& body = m.bodies[static_cast<std::size_t>(b)];
+      const Mat3 A = s[static_cast<std::size_t>(b)].q.toRotationMatrix();
+      const Vec3 d = s[static_cast<std::size_t>(b)].r - centre;
+      J += A * body.inertia * A.transpose() + body.mass * (d.squaredNorm() * Mat3::Identity() - d * d.transpose());
+    }
+    const BodyState& root = s[static_cast<std::size_t>(welded.root(c))];
+    const Mat3 A = root.q.toRotationMatrix();
+    EXPECT_NEAR(welded.mass(c), mass, 1e-14 * mass);
+    EXPECT_LT((root.r + A * welded.centre(c) - centre).norm(), 1e-14);
+    const Mat3 axes = welded.inertia(c).axes(A);
+    for (int k = 0; k < 3; ++k)
+      EXPECT_LT((welded.inertia(c).times(axes, Vec3::Unit(k)) - J.col(k)).norm(), 1e-13 * J.norm()) << c;
+  }
+}
+
+// A loop joint between two bodies welded together would join a group to itself: nothing is merged.
+TEST(Dca, NoWeldIsMergedWhereALoopClosesAcrossWeldedBodies) {
+  Model m = test::welded_tree();
+  Joint across = m.joints[static_cast<std::size_t>(m.joint_index("j_arm"))];  // its frames are not read here
+  across.name = "across";
+  across.parent = m.body_index("trunk");  // after weld_plate in the spanning tree's search: a loop joint
+  across.child = m.body_index("plate");
+  m.joints.push_back(across);
+  EXPECT_FALSE(jc::WeldedBodies(m, Topology(m)).any());
+}
+
+// The solve with welded bodies merged against the solve with every body a leaf (the core's
+// multipliers for each weld), at random states: the same joint and body accelerations and joint
+// reactions, welds included, to round-off (1e-11 of the largest: the two sum in different orders).
+namespace {
+
+void expect_merging_welds_changes_nothing(const Model& m) {
+  const Topology topology(m);
+  const AssemblyTree tree(m, topology);
+  jc::AccelerationSolverParts apart_parts;
+  apart_parts.merge_welds = false;
+  jc::AccelerationSolver merged(m, topology, tree, nullptr, Threading{}), apart(m, topology, tree, nullptr, Threading{}, 0.0, 0.0, apart_parts);
+  std::mt19937 rng(11);
+  SystemState s_merged, s_apart;
+  std::vector<JointReaction> r_merged, r_apart;
+  for (int trial = 0; trial < 5; ++trial) {
+    const Eigen::VectorXd q = test::random_coordinates(merged.joints(), rng);
+    const Eigen::VectorXd v = test::random_vector(merged.joints().nv(), rng);
+    merged.evaluate(0.1, q, v, s_merged);
+    apart.evaluate(0.1, q, v, s_apart);
+    const double scale = apart.vdot().cwiseAbs().maxCoeff();
+    EXPECT_LT((merged.vdot() - apart.vdot()).cwiseAbs().maxCoeff(), 1e-11 * scale) << trial;
+    for (std::size_t b = 0; b < m.bodies.size(); ++b) {
+      EXPECT_LT((s_merged[b].a - s_apart[b].a).norm(), 1e-11 * scale) << m.bodies[b].name;
+      EXPECT_LT((s_merged[b].alpha - s_apart[b].alpha).norm(), 1e-11 * scale) << m.bodies[b].name;
+    }
+    merged.reactions(s_merged, r_merged);
+    apart.reactions(s_apart, r_apart);
+    double largest = 0.0;
+    for (const JointReaction& r : r_apart) largest = std::max({largest, r.force.norm(), r.torque.norm()});
+    for (std::size_t j = 0; j < m.joints.size(); ++j) {
+      EXPECT_LT((r_merged[j].force - r_apart[j].force).norm(), 1e-11 * largest) << m.joints[j].name;
+      EXPECT_LT((r_merged[j].torque - r_apart[j].torque).norm(), 1e-11 * largest) << m.joints[j].name;
+    }
+  }
+}
+
+}  // namespace
+
+TEST(Dca, MergingWeldedBodiesChangesNoAccelerationOrReaction) {
+  for (bool weld_closes_loop : {false, true}) expect_merging_welds_changes_nothing(test::welded_tree(weld_closes_loop));
+}
+
+TEST(Dca, WeldThatClosesALoopStaysAJoint) {
+  const Model m = test::welded_tree(true);
+  const jc::WeldedBodies welded(m, Topology(m));
+  EXPECT_EQ(welded.count(), 6);
+  EXPECT_EQ(welded.kept_index(m.joint_index("weld_finger")), 2);  // after j_trunk and j_arm: weld_plate and weld_hand merged
+  EXPECT_EQ(welded.members(welded.of(m.body_index("hand"))).size(), 2u);
+}
+
+TEST(Dca, MatchesReferenceOnATreeWithWeldedBodies) {
+  for (bool weld_closes_loop : {false, true}) expect_agrees_with_reference(test::welded_tree(weld_closes_loop), 2.0, 1e-10, 1e-6);
+}
+
+TEST(Dca, ReactionsOfWeldsMatchTheReference) {
+  for (bool weld_closes_loop : {false, true})
+    test::expect_reactions_match_reference(test::welded_tree(weld_closes_loop), "dca", {}, 1e-11, 1e-6);
+}
+
+
 TEST(Dca, FreeFloatingChainConservesMomentum) {
   test::expect_momentum_conserved(test::floating_chain(), "dca", tolerance(1e-10), 3.0, 1e-8);
 }
@@ -259,6 +369,8 @@ TEST(Dca, RightHandSideAllocatesNothing) {
   TREEDYN_SKIP_UNLESS_ALLOCATIONS_COUNTED();
   auto f = make_formulation("dca", share(make_chain(64, JointType::Spherical)), {});
   EXPECT_EQ(test::rhs_allocations(*f), 0);
+  auto welded = make_formulation("dca", share(test::welded_tree()), {});  // welded groups as leaves
+  EXPECT_EQ(test::rhs_allocations(*welded), 0);
 }
 
 TEST(Dca, RefusesDriversWithAClearMessage) {

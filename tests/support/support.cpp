@@ -176,6 +176,43 @@ Eigen::VectorXd random_coordinates(const JointSpace& js, std::mt19937& rng) {
   return q;
 }
 
+Model welded_tree(bool weld_closes_loop) {
+  ModelBuilder b("welded");
+  b.gravity({0, -9.81, 0});
+  const Vec3 tilted = Vec3(0.3, 1.0, 0.2).normalized(), across = Vec3(1.0, 0.2, -0.4).normalized();
+  b.body(link("trunk", {0, 0, 0}, {0.3, -0.8, 0.1}));
+  b.joint(JointSpec::at("j_trunk", JointType::Spherical, "ground", "trunk", {0, 0, 0}));
+  b.body(box("plate", {0.4, -0.9, 0.2}, 0.7));
+  b.joint(JointSpec::at("weld_plate", JointType::Fixed, "trunk", "plate", {0.3, -0.8, 0.1}, tilted));
+  b.body(link("arm", {0.4, -0.9, 0.2}, {0.8, -1.6, 0.4}));
+  b.joint(JointSpec::at("j_arm", JointType::Spherical, "plate", "arm", {0.4, -0.9, 0.2}));
+  b.body(box("hand", {0.85, -1.7, 0.45}, -0.3));  // welded to the arm by a joint whose model parent is the hand
+  b.joint(JointSpec::at("weld_hand", JointType::Fixed, "hand", "arm", {0.8, -1.6, 0.4}, across));
+  b.body(box("finger", {0.9, -1.9, 0.5}, 1.1));
+  b.joint(JointSpec::at("weld_finger", JointType::Fixed, "hand", "finger", {0.88, -1.8, 0.5}, tilted));
+  b.body(link("leg", {0.3, -0.8, 0.1}, {0.6, -1.8, 0.3}));
+  const Vec3 leg_axis = Vec3(0.3, -1.0, 0.2).cross(Vec3(0.3, 0.2, 1.0)).normalized();
+  b.joint(JointSpec::at("j_leg", JointType::Universal, "trunk", "leg", {0.3, -0.8, 0.1}, leg_axis,
+                        Vec3(Vec3(0.3, -1.0, 0.2).cross(leg_axis).normalized())));
+  b.body(link("shin", {0.6, -1.8, 0.3}, {0.5, -2.5, 0.2}));
+  b.joint(JointSpec::at("j_shin", JointType::Revolute, "leg", "shin", {0.6, -1.8, 0.3}, across));
+  b.body(box("foot", {0.5, -2.6, 0.3}, 0.4));
+  b.joint(JointSpec::at("weld_foot", JointType::Fixed, "shin", "foot", {0.5, -2.5, 0.2}, tilted));
+  if (weld_closes_loop) b.joint(JointSpec::at("loop", JointType::Spherical, "finger", "leg", {0.6, -1.8, 0.3}));
+  else b.joint(JointSpec::at("loop", JointType::Spherical, "finger", "foot", {0.7, -2.2, 0.4}));  // between welded members
+  b.spring_damper({"spring", "foot", "hand", {{0.5, -2.6, 0.4}, true}, {{0.85, -1.7, 0.5}, true}, 40.0, 0.5, 0.3});
+  b.body_force({"push", "finger", {0.0, 0.0, 3.0}, TimeFunction::constant(1.0), LoadFrame::Global,
+                PointSpec{{0.95, -1.9, 0.5}, true}});
+  Body pod = box("pod", {2.0, 0.0, 0.0}, 0.2), tail = box("pod_tail", {2.5, 0.2, 0.0}, -0.5);  // no joint to ground
+  pod.velocity = {0.1, 0.5, 0.0};
+  pod.angular_velocity = {0.3, 1.0, -0.4};
+  tail.velocity = pod.velocity + pod.angular_velocity.cross(tail.position - pod.position);
+  tail.angular_velocity = pod.angular_velocity;
+  b.body(pod).body(tail);
+  b.joint(JointSpec::at("weld_pod", JointType::Fixed, "pod", "pod_tail", {2.3, 0.1, 0.0}, across));
+  return b.build();
+}
+
 /// One joint of every type along a chain, a free body, and a reversed universal joint (its model
 /// parent is further from ground than its child).
 Model joint_zoo() {

@@ -6,6 +6,25 @@
 
 namespace treedyn::jc {
 
+namespace {
+
+/// The core's joint sides: the layout's, or, with welded bodies merged, those of the joints kept
+/// between the welded groups.
+std::vector<dc::JointSides> core_sides(const JointLayout& layout, const WeldedBodies& welded) {
+  if (!welded.any()) return layout.sides;
+  std::vector<dc::JointSides> sides;
+  sides.reserve(welded.kept_joints().size());
+  for (int j : welded.kept_joints()) {
+    dc::JointSides s = layout.sides[static_cast<std::size_t>(j)];
+    if (s.body_p != kGround) s.body_p = welded.of(s.body_p);
+    if (s.body_c != kGround) s.body_c = welded.of(s.body_c);
+    sides.push_back(s);
+  }
+  return sides;
+}
+
+}  // namespace
+
 AccelerationSolver::AccelerationSolver(const Model& model, const Topology& topology, const AssemblyTree& tree,
                                        const ExternalLoads* external, const Threading& threading, double baumgarte_alpha,
                                        double baumgarte_beta, const AccelerationSolverParts& borrowed)
@@ -15,10 +34,17 @@ AccelerationSolver::AccelerationSolver(const Model& model, const Topology& topol
       own_joints_(borrowed.joints ? std::nullopt : std::optional<JointSpace>(std::in_place, model, topology_)),
       joints_(borrowed.joints ? *borrowed.joints : *own_joints_),
       layout_(make_layout(model, joints_)),
+      welded_(borrowed.merge_welds ? WeldedBodies(model, topology) : WeldedBodies()),
+      contracted_topology_(welded_.any() ? std::optional<Topology>(std::in_place, welded_.contracted(), RankMethod::None)
+                                         : std::nullopt),
+      contracted_tree_(welded_.any() ? std::optional<AssemblyTree>(std::in_place, welded_.contracted(), *contracted_topology_,
+                                                                   threading.threads)
+                                     : std::nullopt),
+      core_sides_(core_sides(layout_, welded_)),
       own_core_(borrowed.core &&
-                        borrowed.core->made_as(tree_, layout_.sides, InverseMethod::Cholesky, dc::LeafBlocks::InRows, dc::BiasPasses::Never)
+                        borrowed.core->made_as(core_tree(), core_sides_, InverseMethod::Cholesky, dc::LeafBlocks::InRows, dc::BiasPasses::Never)
                     ? std::nullopt
-                    : std::optional<dc::HandleTree<double, 6>>(std::in_place, tree_, layout_.sides, InverseMethod::Cholesky,
+                    : std::optional<dc::HandleTree<double, 6>>(std::in_place, core_tree(), core_sides_, InverseMethod::Cholesky,
                                                                dc::LeafBlocks::InRows, dc::BiasPasses::Never)),
       core_(own_core_ ? *own_core_ : *borrowed.core),
       loads_(model, external),
@@ -26,14 +52,16 @@ AccelerationSolver::AccelerationSolver(const Model& model, const Topology& topol
       baumgarte_alpha_(baumgarte_alpha),
       baumgarte_beta_(baumgarte_beta),
       motion_(borrowed.motions ? *borrowed.motions : own_motion_),
-      rows_(model.joints.size()),
+      rows_(static_cast<std::size_t>(core_joints())),
       wrenches_(model.bodies.size()),
-      J_inverse_(model.bodies.size()),
+      group_wrenches_(static_cast<std::size_t>(welded_.count())),
+      group_centres_(static_cast<std::size_t>(welded_.count())),
+      J_inverse_(static_cast<std::size_t>(welded_.any() ? welded_.count() : model.body_count())),
       own_inertia_(borrowed.inertia ? std::vector<PrincipalInertia>() : principal_inertias(model)),
       inertia_(borrowed.inertia ? *borrowed.inertia : own_inertia_),
-      handle_offset_(model.bodies.size() + 1, 0) {
-  for (int b = 0; b < model.body_count(); ++b)
-    handle_offset_[static_cast<std::size_t>(b) + 1] = handle_offset_[static_cast<std::size_t>(b)] + core_.leaf(b).size();
+      handle_offset_(J_inverse_.size() + 1, 0) {
+  for (std::size_t b = 0; b + 1 < handle_offset_.size(); ++b)
+    handle_offset_[b + 1] = handle_offset_[b] + core_.leaf(static_cast<int>(b)).size();
   handle_l_.resize(static_cast<std::size_t>(handle_offset_.back()));
   vdot_.setZero(joints_.nv());
 }
@@ -52,7 +80,7 @@ void AccelerationSolver::evaluate(double t, const Eigen::Ref<const Eigen::Vector
   loads_.evaluate(t, bodies, wrenches_);
   handle_points(model_, layout_, motion_, bodies, points_);
   mark(timer, 0);
-  parallel_.for_each(model_.joint_count(), [&](int j) { joint_rows(j, bodies); });
+  parallel_.for_each(core_joints(), [&](int j) { joint_rows(j, bodies); });
   mark(timer, 1);
   core_.assemble(rows_, parallel_, [&](int b) { leaf_coefficients(b, bodies); });
   mark(timer, 2);
@@ -67,10 +95,13 @@ void AccelerationSolver::evaluate(double t, const Eigen::Ref<const Eigen::Vector
                                  joints_.describe_state(joints_.nq() + static_cast<int>(first_non_finite(vdot_)), "acceleration"));
 }
 
-/// D' (A_c - A_p) = D' kappa for a tree joint; J A = gamma (- Baumgarte) for a loop joint.
-void AccelerationSolver::joint_rows(int j, const SystemState& bodies) {
+/// D' (A_c - A_p) = D' kappa for a tree joint; J A = gamma (- Baumgarte) for a loop joint. Both
+/// are rows at the handle point, which hold for any body rigidly joined to it: a welded group's
+/// as well as its member's.
+void AccelerationSolver::joint_rows(int core_joint, const SystemState& bodies) {
+  const int j = model_joint(core_joint);
   const int k = layout_.tree_index[static_cast<std::size_t>(j)];
-  Rows6& rows = rows_[static_cast<std::size_t>(j)];
+  Rows6& rows = rows_[static_cast<std::size_t>(core_joint)];
   if (k >= 0) {
     tree_rows(joints_.tree()[static_cast<std::size_t>(k)], motion_, k, motion_[static_cast<std::size_t>(k)].kappa, rows);
     return;
@@ -91,35 +122,70 @@ void AccelerationSolver::joint_rows(int j, const SystemState& bodies) {
   loop_rows(block, points_[static_cast<std::size_t>(j)], P, C, rhs, /*acceleration=*/true, rows);
 }
 
-/// K and b of one body at its handles.
+/// K and b of one leaf (a body, or a welded group) at its handles.
 void AccelerationSolver::leaf_coefficients(int b, const SystemState& bodies) {
-  const double mass = loads_.mass(b);
-  const BodyState& s = bodies[static_cast<std::size_t>(b)];
-  const PrincipalInertia& J = inertia_[static_cast<std::size_t>(b)];
-  const Mat3 axes = J.axes(s.q);  // the body's principal axes, global
   Mat3& Ji = J_inverse_[static_cast<std::size_t>(b)];
-  Ji = J.inverse(axes);
-  Vec6& F = wrenches_[static_cast<std::size_t>(b)];  // the applied wrench becomes F_e in place
-  F.tail<3>() -= s.w.cross(J.times(axes, s.w));       // w x (J w)
+  Vec3 r, w;
+  double mass;
+  const Vec6* F_e;
+  if (welded_.any()) {
+    Vec6& F = group_wrenches_[static_cast<std::size_t>(b)];
+    composite_state(b, bodies, r, w, Ji, F);
+    group_centres_[static_cast<std::size_t>(b)] = r;
+    mass = welded_.mass(b);
+    F_e = &F;
+  } else {
+    mass = loads_.mass(b);
+    const BodyState& s = bodies[static_cast<std::size_t>(b)];
+    const PrincipalInertia& J = inertia_[static_cast<std::size_t>(b)];
+    const Mat3 axes = J.axes(s.q);  // the body's principal axes, global
+    Ji = J.inverse(axes);
+    Vec6& F = wrenches_[static_cast<std::size_t>(b)];  // the applied wrench becomes F_e in place
+    F.tail<3>() -= s.w.cross(J.times(axes, s.w));       // w x (J w)
+    r = s.r;
+    w = s.w;
+    F_e = &F;
+  }
   auto& leaf = core_.leaf(b);
   const std::span<Vec3> l = handles_of(b);
-  for (std::size_t h = 0; h < l.size(); ++h) l[h] = points_[static_cast<std::size_t>(leaf.handles()[h])] - s.r;
+  for (std::size_t h = 0; h < l.size(); ++h) l[h] = points_[static_cast<std::size_t>(model_joint(leaf.handles()[h]))] - r;
   mobility_rows<double, 6>(1.0 / mass, Ji, l, rows_, leaf);
-  const Vec3 a0 = F.head<3>() / mass, alpha0 = Ji * F.tail<3>();
+  const Vec3 a0 = F_e->head<3>() / mass, alpha0 = Ji * F_e->tail<3>();
   for (std::size_t h = 0; h < l.size(); ++h) {  // b_h = S(l_h)' M^-1 F_e + [w x (w x l_h); 0], in rows
-    const Vec3 a_h = a0 + alpha0.cross(l[h]) + s.w.cross(s.w.cross(l[h]));
+    const Vec3 a_h = a0 + alpha0.cross(l[h]) + w.cross(w.cross(l[h]));
     const Vec6 b_h(a_h.x(), a_h.y(), a_h.z(), alpha0.x(), alpha0.y(), alpha0.z());  // from its entries: read by pairs
     core_.set_leaf_bias(leaf, static_cast<int>(h), b_h, rows_);
   }
 }
 
-/// A_com = M^-1 (F_e + sum_h S(l_h) f_h).
+/// Welded group c as one body: its centre of mass r = r_root + A_root c (c in the root's frame),
+/// its angular velocity (its root's), J^-1 global, and F_e = the members' applied wrenches moved
+/// to r, less [0; w x (J w)].
+void AccelerationSolver::composite_state(int c, const SystemState& bodies, Vec3& r, Vec3& w, Mat3& J_inverse, Vec6& F_e) {
+  const BodyState& root = bodies[static_cast<std::size_t>(welded_.root(c))];
+  const Mat3 A = root.q.toRotationMatrix();
+  const PrincipalInertia& J = welded_.inertia(c);
+  const Mat3 axes = J.axes(A);
+  r = root.r + A * welded_.centre(c);
+  w = root.w;
+  J_inverse = J.inverse(axes);
+  Vec3 force = Vec3::Zero(), moment = -w.cross(J.times(axes, w));
+  for (int m : welded_.members(c)) {
+    const Vec6& f = wrenches_[static_cast<std::size_t>(m)];
+    force += f.head<3>();
+    moment += f.tail<3>() + (bodies[static_cast<std::size_t>(m)].r - r).cross(f.head<3>());
+  }
+  F_e << force, moment;
+}
+
+/// A_com = M^-1 (F_e + sum_h S(l_h) f_h); a welded group's members from its (a rigid body's
+/// accelerations at their centres of mass).
 void AccelerationSolver::body_acceleration(int b, SystemState& bodies) {
   const auto& leaf = core_.leaf(b);
   const std::span<Vec3> l = handles_of(b);
   // Summed by halves, force and moment apart: a 6-vector summed by halves and read by pairs waits
   // on the pair across them (store forwarding; docs/benchmarks.md, "Session 27").
-  const Vec6& F_e = wrenches_[static_cast<std::size_t>(b)];
+  const Vec6& F_e = welded_.any() ? group_wrenches_[static_cast<std::size_t>(b)] : wrenches_[static_cast<std::size_t>(b)];
   Vec3 force = F_e.head<3>(), moment = F_e.tail<3>();
   for (std::size_t h = 0; h < l.size(); ++h) {
     Vec6 f;
@@ -127,9 +193,21 @@ void AccelerationSolver::body_acceleration(int b, SystemState& bodies) {
     force += f.head<3>();
     moment += f.tail<3>() + l[h].cross(f.head<3>());
   }
-  BodyState& s = bodies[static_cast<std::size_t>(b)];
-  s.a = force / loads_.mass(b);
-  s.alpha = J_inverse_[static_cast<std::size_t>(b)] * moment;
+  if (!welded_.any()) {
+    BodyState& s = bodies[static_cast<std::size_t>(b)];
+    s.a = force / loads_.mass(b);
+    s.alpha = J_inverse_[static_cast<std::size_t>(b)] * moment;
+    return;
+  }
+  const Vec3 a = force / welded_.mass(b), alpha = J_inverse_[static_cast<std::size_t>(b)] * moment;
+  const Vec3& r = group_centres_[static_cast<std::size_t>(b)];
+  const Vec3 w = bodies[static_cast<std::size_t>(welded_.root(b))].w;
+  for (int m : welded_.members(b)) {
+    BodyState& s = bodies[static_cast<std::size_t>(m)];
+    const Vec3 d = s.r - r;
+    s.a = a + alpha.cross(d) + w.cross(w.cross(d));
+    s.alpha = alpha;
+  }
 }
 
 /// vdot = H' (A_c(o) - A_p(o) - kappa).
@@ -148,14 +226,56 @@ void AccelerationSolver::joint_acceleration(int k, const SystemState& bodies) {
 
 void AccelerationSolver::reactions(const SystemState& bodies, std::vector<JointReaction>& out) const {
   out.assign(model_.joints.size(), JointReaction{});
-  for (std::size_t j = 0; j < model_.joints.size(); ++j) {
+  for (int jc = 0; jc < core_joints(); ++jc) {
+    const auto j = static_cast<std::size_t>(model_joint(jc));
     const Joint& joint = model_.joints[j];
-    const dc::JointSides& sides = core_.sides(static_cast<int>(j));
+    const dc::JointSides& sides = core_.sides(jc);
     if (sides.rows == 0) continue;  // a free joint carries no load
-    const Vec6 f = core_.joint_load(static_cast<int>(j), sides.body_p == joint.child, rows_);  // on the child
+    const Vec6 f = core_.joint_load(jc, sides.body_p == leaf_of_body(joint.child), rows_);  // on the child
     const BodyState& C = bodies[static_cast<std::size_t>(joint.child)];
     const Vec3 origin = C.r + C.q * joint.child_frame.origin;  // report about the child's joint frame
     out[j] = {f.head<3>(), f.tail<3>() + (points_[j] - origin).cross(f.head<3>())};
+  }
+  if (welded_.any()) weld_reactions(bodies, out);
+}
+
+/// A merged weld carries what its child side (its tree child and the bodies welded below it) needs
+/// beyond its applied loads and its kept joints' loads: the side's Newton-Euler equations
+///     F_weld = sum_i (m_i a_i - f_i) - sum_j F_j,
+///     M_weld = sum_i (J_i alpha_i + w x (J_i w) - tau_i + r_i x (m_i a_i - f_i)) - sum_j (M_j + p_j x F_j),
+/// about the global origin (i: the side's bodies, j: their kept joints' loads on them at their
+/// handle points p_j), summed up the welds from the lowest.
+void AccelerationSolver::weld_reactions(const SystemState& bodies, std::vector<JointReaction>& out) const {
+  weld_sums_.resize(model_.bodies.size());  // allocates only the first time
+  for (int c = 0; c < welded_.count(); ++c) {
+    if (welded_.members(c).size() < 2) continue;
+    for (int b : welded_.members(c)) {
+      const BodyState& s = bodies[static_cast<std::size_t>(b)];
+      const PrincipalInertia& J = inertia_[static_cast<std::size_t>(b)];
+      const Mat3 axes = J.axes(s.q);
+      const Vec6& applied = wrenches_[static_cast<std::size_t>(b)];
+      Vec3 force = loads_.mass(b) * s.a - applied.head<3>();
+      Vec3 moment = J.times(axes, s.alpha) + s.w.cross(J.times(axes, s.w)) - applied.tail<3>() + s.r.cross(force);
+      for (int j : topology_.joints_of(b)) {
+        const int jc = welded_.kept_index(j);
+        if (jc < 0 || core_.sides(jc).rows == 0) continue;  // a merged weld; a free joint
+        const Vec6 f = core_.joint_load(jc, core_.sides(jc).body_p == c, rows_);  // on b's side
+        force -= f.head<3>();
+        moment -= f.tail<3>() + points_[static_cast<std::size_t>(j)].cross(f.head<3>());
+      }
+      weld_sums_[static_cast<std::size_t>(b)] << force, moment;
+    }
+  }
+  for (int w : welded_.welds()) {  // the lowest first: a side's sum is whole when its weld is reached
+    const Joint& joint = model_.joints[static_cast<std::size_t>(w)];
+    const bool downward = topology_.tree_joint_of(joint.child) == w;
+    const int child_side = downward ? joint.child : joint.parent, parent_side = downward ? joint.parent : joint.child;
+    const Vec6 side = weld_sums_[static_cast<std::size_t>(child_side)];
+    weld_sums_[static_cast<std::size_t>(parent_side)] += side;
+    const Vec6 on_child = downward ? side : Vec6(-side);
+    const BodyState& C = bodies[static_cast<std::size_t>(joint.child)];
+    const Vec3 origin = C.r + C.q * joint.child_frame.origin;  // report about the child's joint frame
+    out[static_cast<std::size_t>(w)] = {on_child.head<3>(), on_child.tail<3>() - origin.cross(on_child.head<3>())};
   }
 }
 

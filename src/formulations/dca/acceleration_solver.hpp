@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "../common/joint_tree.hpp"
+#include "../common/welded_bodies.hpp"
 #include "kinematics/principal_inertia.hpp"
 #include "treedyn/formulation.hpp"
 #include "treedyn/loads.hpp"
@@ -29,6 +30,9 @@ struct AccelerationSolverParts {
   /// the reporter's are made and read within one evaluate() and the reactions() after it
   /// (0.3 KB a body less on a ball-joint chain).
   JointMotions* motions = nullptr;
+  /// Whether the solve treats welded bodies as one (WeldedBodies): off only to test that it
+  /// changes nothing beyond round-off.
+  bool merge_welds = true;
 };
 
 class AccelerationSolver {
@@ -39,7 +43,9 @@ class AccelerationSolver {
   }
 
   /// Refers to `model`, its `topology` and assembly `tree` (for `threading.threads` threads) and
-  /// `external` (may be null), which must outlive it (hdca's reporter shares its engine's).
+  /// `external` (may be null), which must outlive it (hdca's reporter shares its engine's). Where
+  /// the spanning tree welds bodies together, the core's leaves are the welded groups
+  /// (WeldedBodies), on a tree of its own made for them.
   AccelerationSolver(const Model& model, const Topology& topology, const AssemblyTree& tree, const ExternalLoads* external,
                      const Threading& threading, double baumgarte_alpha = 0.0, double baumgarte_beta = 0.0,
                      const AccelerationSolverParts& borrowed = {});
@@ -73,9 +79,19 @@ class AccelerationSolver {
                   SystemState& out);
 
  private:
+  /// The core's joints and leaves: the model's joints and bodies, or the joints kept between welded groups and the groups.
+  int core_joints() const { return welded_.any() ? static_cast<int>(welded_.kept_joints().size()) : model_.joint_count(); }
+  int model_joint(int j) const { return welded_.any() ? welded_.kept_joints()[static_cast<std::size_t>(j)] : j; }
+  int leaf_of_body(int body) const { return welded_.any() && body != kGround ? welded_.of(body) : body; }
+  const AssemblyTree& core_tree() const { return contracted_tree_ ? *contracted_tree_ : tree_; }
+
   void joint_rows(int j, const SystemState& bodies);
   void leaf_coefficients(int b, const SystemState& bodies);
+  /// The centre of mass, angular velocity and F_e of leaf b's welded group (welded_.any()).
+  void composite_state(int c, const SystemState& bodies, Vec3& r, Vec3& w, Mat3& J_inverse, Vec6& F_e);
   void body_acceleration(int b, SystemState& bodies);
+  /// A merged weld's reaction on its child into `out` (reactions()).
+  void weld_reactions(const SystemState& bodies, std::vector<JointReaction>& out) const;
   void joint_acceleration(int k, const SystemState& bodies);
 
   const Model& model_;
@@ -84,6 +100,10 @@ class AccelerationSolver {
   std::optional<JointSpace> own_joints_;  // unless it uses another's
   const JointSpace& joints_;
   JointLayout layout_;
+  WeldedBodies welded_;
+  std::optional<Topology> contracted_topology_;  // the welded groups' graph and tree, where any
+  std::optional<AssemblyTree> contracted_tree_;
+  std::vector<dc::JointSides> core_sides_;  // per core joint
   std::optional<dc::HandleTree<double, 6>> own_core_;  // unless it runs on another's
   dc::HandleTree<double, 6>& core_;
   AppliedLoads loads_;
@@ -91,15 +111,19 @@ class AccelerationSolver {
   double baumgarte_alpha_, baumgarte_beta_;
   JointMotions own_motion_;  // unless it makes them in another's
   JointMotions& motion_;
-  std::vector<Vec3> points_;
-  std::vector<Rows6> rows_;
-  // Each body's applied wrench, made F_e = wrench - [0; w x (J w)] in place by leaf_coefficients.
+  std::vector<Vec3> points_;  // per model joint
+  std::vector<Rows6> rows_;   // per core joint
+  // Each body's applied wrench, made F_e = wrench - [0; w x (J w)] in place by leaf_coefficients
+  // where no bodies are welded; otherwise kept, and each group's F_e made in group_wrenches_.
   std::vector<Vec6> wrenches_;
-  std::vector<Mat3> J_inverse_;           // global (per evaluation)
+  std::vector<Vec6> group_wrenches_;     // per welded group, about its centre of mass
+  std::vector<Vec3> group_centres_;      // per welded group, global (per evaluation)
+  mutable std::vector<Vec6> weld_sums_;  // reactions()' scratch: per body, about the global origin
+  std::vector<Mat3> J_inverse_;           // per leaf, global (per evaluation)
   std::vector<PrincipalInertia> own_inertia_;      // unless it uses another's
   const std::vector<PrincipalInertia>& inertia_;  // body frame, in principal axes (constant)
-  std::vector<Vec3> handle_l_;                     // l_h of every body's handles, body after body
-  std::vector<int> handle_offset_;                 // where each body's l_h start
+  std::vector<Vec3> handle_l_;                     // l_h of every leaf's handles, leaf after leaf
+  std::vector<int> handle_offset_;                 // where each leaf's l_h start
   std::span<Vec3> handles_of(int b);
   Eigen::VectorXd vdot_;
 };

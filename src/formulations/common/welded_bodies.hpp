@@ -1,0 +1,67 @@
+// treedyn — bodies welded together as one rigid body for the joint-coordinate solves.
+//
+// A weld (a fixed joint) of the spanning tree between two bodies adds no coordinate, yet as a
+// handle of the divide-and-conquer core it costs a leaf for its child and a 6-row elimination
+// (a robot's hands, head, sensor and flange links). Welded bodies move as one rigid body, so the
+// solve may treat them as one: its mass, centre of mass and inertia summed once (Featherstone's
+// composite rigid body; Pinocchio and RBDL merge fixed joints when they build a model). The
+// model, its coordinates and what a run reports stay those of the bodies: the members' states
+// follow from the composite's, and a merged weld's reaction from its child side's equations of
+// motion (AccelerationSolver).
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "kinematics/principal_inertia.hpp"
+#include "treedyn/model.hpp"
+#include "treedyn/topology.hpp"
+
+namespace treedyn::jc {
+
+/// A value type: it refers to nothing (the contracted model is its own).
+class WeldedBodies {
+ public:
+  /// Merges every weld of `topology`'s spanning tree whose two sides are bodies (a weld to ground
+  /// is kept). Merges nothing if a kept joint would join a composite to itself (a loop closed
+  /// across welded bodies), so that the contracted model is always one the tree builder takes.
+  WeldedBodies(const Model& model, const Topology& topology);
+  /// Merges nothing.
+  WeldedBodies() = default;
+
+  /// Whether any weld is merged; if not, every body is its own composite and nothing below is
+  /// needed.
+  bool any() const { return !welds_.empty(); }
+  int count() const { return static_cast<int>(root_.size()); }
+  /// The composite of each body.
+  int of(int body) const { return of_[static_cast<std::size_t>(body)]; }
+  /// The member nearest the ground, whose body frame the composite's constants are in.
+  int root(int c) const { return root_[static_cast<std::size_t>(c)]; }
+  std::span<const int> members(int c) const {
+    const auto from = static_cast<std::size_t>(member_offset_[static_cast<std::size_t>(c)]);
+    const auto to = static_cast<std::size_t>(member_offset_[static_cast<std::size_t>(c) + 1]);
+    return {members_.data() + from, to - from};
+  }
+  double mass(int c) const { return contracted_.bodies[static_cast<std::size_t>(c)].mass; }
+  /// The centre of mass in the root's body frame (relative to the root's centre of mass).
+  const Vec3& centre(int c) const { return centre_[static_cast<std::size_t>(c)]; }
+  /// The rotational inertia about the centre of mass, in the root's body frame.
+  const PrincipalInertia& inertia(int c) const { return inertia_[static_cast<std::size_t>(c)]; }
+  /// One body per composite (its mass and inertia) and the joints that are not merged between
+  /// them, in model order, for the topology and assembly tree of the solve.
+  const Model& contracted() const { return contracted_; }
+  /// The model joint of each of the contracted model's joints.
+  const std::vector<int>& kept_joints() const { return kept_; }
+  /// A model joint's index among the contracted model's joints; -1 for a merged weld.
+  int kept_index(int joint) const { return kept_index_[static_cast<std::size_t>(joint)]; }
+  /// The merged welds, each after the welds below it (children before parents).
+  const std::vector<int>& welds() const { return welds_; }
+
+ private:
+  std::vector<int> of_, root_, member_offset_, members_, kept_, kept_index_, welds_;
+  std::vector<Vec3> centre_;
+  std::vector<PrincipalInertia> inertia_;
+  Model contracted_;
+};
+
+}  // namespace treedyn::jc
