@@ -261,8 +261,9 @@ TEST(Dca, WeldedGroupsHaveTheirMembersMassCentreAndInertia) {
   const Topology topology(m);
   const jc::WeldedBodies welded(m, topology);
   ASSERT_TRUE(welded.any());
-  EXPECT_EQ(welded.count(), 5);  // trunk+plate, arm+hand+finger, leg, shin+foot, pod+pod_tail
-  EXPECT_EQ(welded.welds().size(), 5u);
+  EXPECT_EQ(welded.count(), 6);  // trunk+plate, arm+hand+finger, leg, shin+foot, pod+pod_tail, flap
+  EXPECT_EQ(welded.welds().size(), 7u);
+  EXPECT_EQ(welded.static_bodies(), (std::vector<int>{m.body_index("base"), m.body_index("mount")}));
   EXPECT_EQ(welded.members(welded.of(m.body_index("hand"))).size(), 3u);
   const SystemState s = initial_state(m);
   for (int c = 0; c < welded.count(); ++c) {
@@ -299,6 +300,14 @@ TEST(Dca, NoWeldIsMergedWhereALoopClosesAcrossWeldedBodies) {
   across.child = m.body_index("plate");
   m.joints.push_back(across);
   EXPECT_FALSE(jc::WeldedBodies(m, Topology(m)).any());
+  // Nor where a loop joint's child is static (the core keeps ground a joint's parent side).
+  Model to_static = test::welded_tree();
+  Joint j = to_static.joints[static_cast<std::size_t>(to_static.joint_index("j_flap"))];
+  j.name = "to_static";
+  j.parent = to_static.body_index("flap");
+  j.child = to_static.body_index("base");
+  to_static.joints.push_back(j);
+  EXPECT_FALSE(jc::WeldedBodies(to_static, Topology(to_static)).any());
 }
 
 // The solve with welded bodies merged against the solve with every body a leaf (the core's
@@ -346,7 +355,7 @@ TEST(Dca, MergingWeldedBodiesChangesNoAccelerationOrReaction) {
 TEST(Dca, WeldThatClosesALoopStaysAJoint) {
   const Model m = test::welded_tree(true);
   const jc::WeldedBodies welded(m, Topology(m));
-  EXPECT_EQ(welded.count(), 6);
+  EXPECT_EQ(welded.count(), 7);
   EXPECT_EQ(welded.kept_index(m.joint_index("weld_finger")), 2);  // after j_trunk and j_arm: weld_plate and weld_hand merged
   EXPECT_EQ(welded.members(welded.of(m.body_index("hand"))).size(), 2u);
 }

@@ -210,6 +210,11 @@ Model welded_tree(bool weld_closes_loop) {
   tail.angular_velocity = pod.angular_velocity;
   b.body(pod).body(tail);
   b.joint(JointSpec::at("weld_pod", JointType::Fixed, "pod", "pod_tail", {2.3, 0.1, 0.0}, across));
+  b.body(box("base", {-1.0, 0.0, 0.0}, 0.3)).body(box("mount", {-1.2, -0.3, 0.1}, -0.2));  // static
+  b.joint(JointSpec::at("weld_base", JointType::Fixed, "ground", "base", {-1.0, 0.1, 0.0}, tilted));
+  b.joint(JointSpec::at("weld_mount", JointType::Fixed, "mount", "base", {-1.1, -0.2, 0.0}, across));
+  b.body(link("flap", {-1.2, -0.4, 0.1}, {-1.5, -1.0, 0.4}));
+  b.joint(JointSpec::at("j_flap", JointType::Revolute, "mount", "flap", {-1.2, -0.4, 0.1}, across));
   return b.build();
 }
 

@@ -81,7 +81,8 @@ Body box(const std::string& name, const Vec3& position, double angle);
 /// planar, fixed), a body on a free joint, and a reversed universal joint (its model parent is
 /// further from ground than its child).
 /// A tree with welded bodies (forwards, reversed and in a row), joints and a loop on welded
-/// members, a spring and a force on them, and a welded pair floating free. With
+/// members, a spring and a force on them, a welded pair floating free, and two bodies welded to
+/// ground with a link hinged to them. With
 /// `weld_closes_loop`, the loop joins the finger to the leg instead of the foot, so that the
 /// spanning tree reaches the finger through it and the finger's weld closes the loop.
 Model welded_tree(bool weld_closes_loop = false);

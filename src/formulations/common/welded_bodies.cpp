@@ -29,25 +29,33 @@ WeldedBodies::WeldedBodies(const Model& model, const Topology& topology) {
   std::vector<int> welds;
   for (int j : topology.tree_joints()) {  // ground side first: a weld's tree parent is placed before its child
     const Joint& joint = model.joints[static_cast<std::size_t>(j)];
-    if (joint.type != JointType::Fixed || joint.parent == kGround || joint.child == kGround) continue;
+    if (joint.type != JointType::Fixed) continue;
     const bool downward = topology.tree_joint_of(joint.child) == j;  // the model's parent is the tree parent
     const int parent = downward ? joint.parent : joint.child, child = downward ? joint.child : joint.parent;
-    const Placement child_in_parent = downward ? across(joint) : across(joint).inverse();
-    const auto p = static_cast<std::size_t>(parent), c = static_cast<std::size_t>(child);
-    root[c] = root[p];
-    in_root[c] = in_root[p].then(child_in_parent);
+    const auto c = static_cast<std::size_t>(child);
+    if (parent == kGround) {
+      root[c] = kGround;
+    } else {
+      const auto p = static_cast<std::size_t>(parent);
+      root[c] = root[p];  // kGround where the parent is static
+      in_root[c] = in_root[p].then(downward ? across(joint) : across(joint).inverse());
+    }
     merged[static_cast<std::size_t>(j)] = 1;
     welds.push_back(j);
   }
   if (welds.empty()) return;
 
-  std::vector<int> of(n, -1), roots;
+  std::vector<int> of(n, -1), roots, static_bodies;
   for (std::size_t b = 0; b < n; ++b)
     if (root[b] == static_cast<int>(b)) {
       of[b] = static_cast<int>(roots.size());
       roots.push_back(static_cast<int>(b));
     }
-  for (std::size_t b = 0; b < n; ++b) of[b] = of[static_cast<std::size_t>(root[b])];
+  if (roots.empty()) return;  // every body static: nothing left to solve for
+  for (std::size_t b = 0; b < n; ++b) {
+    if (root[b] == kGround) static_bodies.push_back(static_cast<int>(b));
+    of[b] = root[b] == kGround ? kGround : of[static_cast<std::size_t>(root[b])];
+  }
 
   Model contracted;
   contracted.name = model.name;
@@ -56,8 +64,10 @@ WeldedBodies::WeldedBodies(const Model& model, const Topology& topology) {
     if (merged[static_cast<std::size_t>(j)]) continue;
     Joint joint = model.joints[static_cast<std::size_t>(j)];  // its frames are the model's: only its bodies are read
     if (joint.parent != kGround) joint.parent = of[static_cast<std::size_t>(joint.parent)];
-    if (joint.child != kGround) joint.child = of[static_cast<std::size_t>(joint.child)];
-    if (joint.parent == joint.child) return;  // a loop closed across welded bodies: merge nothing
+    joint.child = of[static_cast<std::size_t>(joint.child)];  // a model joint's child is a body
+    // A loop closed across welded bodies (or static ones), or a joint whose child is static (the
+    // core's sides keep ground a joint's parent): merge nothing.
+    if (joint.parent == joint.child || joint.child == kGround) return;
     contracted.joints.push_back(std::move(joint));
     kept_index[static_cast<std::size_t>(j)] = static_cast<int>(kept.size());
     kept.push_back(j);
@@ -65,11 +75,13 @@ WeldedBodies::WeldedBodies(const Model& model, const Topology& topology) {
 
   const std::size_t count = roots.size();
   member_offset_.assign(count + 1, 0);
-  for (std::size_t b = 0; b < n; ++b) ++member_offset_[static_cast<std::size_t>(of[b]) + 1];
+  for (std::size_t b = 0; b < n; ++b)
+    if (of[b] != kGround) ++member_offset_[static_cast<std::size_t>(of[b]) + 1];
   for (std::size_t c = 0; c < count; ++c) member_offset_[c + 1] += member_offset_[c];
-  members_.resize(n);
+  members_.resize(n - static_bodies.size());
   std::vector<int> filled(member_offset_.begin(), member_offset_.end() - 1);
-  for (std::size_t b = 0; b < n; ++b) members_[static_cast<std::size_t>(filled[static_cast<std::size_t>(of[b])]++)] = static_cast<int>(b);
+  for (std::size_t b = 0; b < n; ++b)
+    if (of[b] != kGround) members_[static_cast<std::size_t>(filled[static_cast<std::size_t>(of[b])]++)] = static_cast<int>(b);
 
   // Mass, centre of mass and inertia about it in the root's frame (parallel axes).
   centre_.assign(count, Vec3::Zero());
@@ -95,6 +107,7 @@ WeldedBodies::WeldedBodies(const Model& model, const Topology& topology) {
   // Children before parents: the spanning tree's order reversed.
   welds_.assign(welds.rbegin(), welds.rend());
   of_ = std::move(of);
+  static_ = std::move(static_bodies);
   root_ = std::move(roots);
   kept_ = std::move(kept);
   kept_index_ = std::move(kept_index);

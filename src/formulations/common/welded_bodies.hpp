@@ -22,9 +22,11 @@ namespace treedyn::jc {
 /// A value type: it refers to nothing (the contracted model is its own).
 class WeldedBodies {
  public:
-  /// Merges every weld of `topology`'s spanning tree whose two sides are bodies (a weld to ground
-  /// is kept). Merges nothing if a kept joint would join a composite to itself (a loop closed
-  /// across welded bodies), so that the contracted model is always one the tree builder takes.
+  /// Merges every weld of `topology`'s spanning tree: bodies welded to each other form a group,
+  /// bodies welded to ground (and the bodies welded to those) are static and leave the solve.
+  /// Merges nothing if a kept joint would join a group to itself or ground to ground (a loop
+  /// closed across welded bodies) or have a static child, or if every body is static, so that the
+  /// contracted model is always one the tree builder and the core take.
   WeldedBodies(const Model& model, const Topology& topology);
   /// Merges nothing.
   WeldedBodies() = default;
@@ -33,8 +35,10 @@ class WeldedBodies {
   /// needed.
   bool any() const { return !welds_.empty(); }
   int count() const { return static_cast<int>(root_.size()); }
-  /// The composite of each body.
+  /// The group of each body; kGround for a static body.
   int of(int body) const { return of_[static_cast<std::size_t>(body)]; }
+  /// The bodies welded to ground, directly or through other welds: at rest.
+  const std::vector<int>& static_bodies() const { return static_; }
   /// The member nearest the ground, whose body frame the composite's constants are in.
   int root(int c) const { return root_[static_cast<std::size_t>(c)]; }
   std::span<const int> members(int c) const {
@@ -47,8 +51,8 @@ class WeldedBodies {
   const Vec3& centre(int c) const { return centre_[static_cast<std::size_t>(c)]; }
   /// The rotational inertia about the centre of mass, in the root's body frame.
   const PrincipalInertia& inertia(int c) const { return inertia_[static_cast<std::size_t>(c)]; }
-  /// One body per composite (its mass and inertia) and the joints that are not merged between
-  /// them, in model order, for the topology and assembly tree of the solve.
+  /// One body per group (its mass and inertia) and the joints that are not merged between them
+  /// and ground, in model order, for the topology and assembly tree of the solve.
   const Model& contracted() const { return contracted_; }
   /// The model joint of each of the contracted model's joints.
   const std::vector<int>& kept_joints() const { return kept_; }
@@ -58,7 +62,7 @@ class WeldedBodies {
   const std::vector<int>& welds() const { return welds_; }
 
  private:
-  std::vector<int> of_, root_, member_offset_, members_, kept_, kept_index_, welds_;
+  std::vector<int> of_, root_, member_offset_, members_, kept_, kept_index_, welds_, static_;
   std::vector<Vec3> centre_;
   std::vector<PrincipalInertia> inertia_;
   Model contracted_;

@@ -77,6 +77,7 @@ void AccelerationSolver::evaluate(double t, const Eigen::Ref<const Eigen::Vector
   start(timer);
   bodies.resize(model_.bodies.size());  // allocates only the first time
   joints_.forward_kinematics(q, v, bodies, motion_);  // serial in tree order
+  for (int b : welded_.static_bodies()) bodies[static_cast<std::size_t>(b)].a = bodies[static_cast<std::size_t>(b)].alpha = Vec3::Zero();
   loads_.evaluate(t, bodies, wrenches_);
   handle_points(model_, layout_, motion_, bodies, points_);
   mark(timer, 0);
@@ -247,31 +248,33 @@ void AccelerationSolver::reactions(const SystemState& bodies, std::vector<JointR
 /// handle points p_j), summed up the welds from the lowest.
 void AccelerationSolver::weld_reactions(const SystemState& bodies, std::vector<JointReaction>& out) const {
   weld_sums_.resize(model_.bodies.size());  // allocates only the first time
-  for (int c = 0; c < welded_.count(); ++c) {
-    if (welded_.members(c).size() < 2) continue;
-    for (int b : welded_.members(c)) {
-      const BodyState& s = bodies[static_cast<std::size_t>(b)];
-      const PrincipalInertia& J = inertia_[static_cast<std::size_t>(b)];
-      const Mat3 axes = J.axes(s.q);
-      const Vec6& applied = wrenches_[static_cast<std::size_t>(b)];
-      Vec3 force = loads_.mass(b) * s.a - applied.head<3>();
-      Vec3 moment = J.times(axes, s.alpha) + s.w.cross(J.times(axes, s.w)) - applied.tail<3>() + s.r.cross(force);
-      for (int j : topology_.joints_of(b)) {
-        const int jc = welded_.kept_index(j);
-        if (jc < 0 || core_.sides(jc).rows == 0) continue;  // a merged weld; a free joint
-        const Vec6 f = core_.joint_load(jc, core_.sides(jc).body_p == c, rows_);  // on b's side
-        force -= f.head<3>();
-        moment -= f.tail<3>() + points_[static_cast<std::size_t>(j)].cross(f.head<3>());
-      }
-      weld_sums_[static_cast<std::size_t>(b)] << force, moment;
+  auto own_sum = [&](int b, int group) {  // body b's term of its side's sums; group kGround: b is static
+    const BodyState& s = bodies[static_cast<std::size_t>(b)];
+    const PrincipalInertia& J = inertia_[static_cast<std::size_t>(b)];
+    const Mat3 axes = J.axes(s.q);
+    const Vec6& applied = wrenches_[static_cast<std::size_t>(b)];
+    Vec3 force = loads_.mass(b) * s.a - applied.head<3>();
+    Vec3 moment = J.times(axes, s.alpha) + s.w.cross(J.times(axes, s.w)) - applied.tail<3>() + s.r.cross(force);
+    for (int j : topology_.joints_of(b)) {
+      const int jc = welded_.kept_index(j);
+      if (jc < 0 || core_.sides(jc).rows == 0) continue;  // a merged weld; a free joint
+      // On b's side; a static body is the ground side of its joints (their child is not static).
+      const Vec6 f = group == kGround ? Vec6(-core_.joint_load(jc, false, rows_)) : core_.joint_load(jc, core_.sides(jc).body_p == group, rows_);
+      force -= f.head<3>();
+      moment -= f.tail<3>() + points_[static_cast<std::size_t>(j)].cross(f.head<3>());
     }
-  }
+    weld_sums_[static_cast<std::size_t>(b)] << force, moment;
+  };
+  for (int c = 0; c < welded_.count(); ++c)
+    if (welded_.members(c).size() > 1)
+      for (int b : welded_.members(c)) own_sum(b, c);
+  for (int b : welded_.static_bodies()) own_sum(b, kGround);
   for (int w : welded_.welds()) {  // the lowest first: a side's sum is whole when its weld is reached
     const Joint& joint = model_.joints[static_cast<std::size_t>(w)];
     const bool downward = topology_.tree_joint_of(joint.child) == w;
     const int child_side = downward ? joint.child : joint.parent, parent_side = downward ? joint.parent : joint.child;
     const Vec6 side = weld_sums_[static_cast<std::size_t>(child_side)];
-    weld_sums_[static_cast<std::size_t>(parent_side)] += side;
+    if (parent_side != kGround) weld_sums_[static_cast<std::size_t>(parent_side)] += side;
     const Vec6 on_child = downward ? side : Vec6(-side);
     const BodyState& C = bodies[static_cast<std::size_t>(joint.child)];
     const Vec3 origin = C.r + C.q * joint.child_frame.origin;  // report about the child's joint frame
