@@ -129,20 +129,20 @@ void AccelerationSolver::leaf_coefficients(int b, const SystemState& bodies) {
   Vec3 r, w;
   double mass;
   const Vec6* F_e;
-  if (welded_.any()) {
+  if (const int body = body_of_leaf(b); body < 0) {
     Vec6& F = group_wrenches_[static_cast<std::size_t>(b)];
     composite_state(b, bodies, r, w, Ji, F);
     group_centres_[static_cast<std::size_t>(b)] = r;
     mass = welded_.mass(b);
     F_e = &F;
   } else {
-    mass = loads_.mass(b);
-    const BodyState& s = bodies[static_cast<std::size_t>(b)];
-    const PrincipalInertia& J = inertia_[static_cast<std::size_t>(b)];
+    mass = loads_.mass(body);
+    const BodyState& s = bodies[static_cast<std::size_t>(body)];
+    const PrincipalInertia& J = inertia_[static_cast<std::size_t>(body)];
     const Mat3 axes = J.axes(s.q);  // the body's principal axes, global
     Ji = J.inverse(axes);
-    Vec6& F = wrenches_[static_cast<std::size_t>(b)];  // the applied wrench becomes F_e in place
-    F.tail<3>() -= s.w.cross(J.times(axes, s.w));       // w x (J w)
+    Vec6& F = wrenches_[static_cast<std::size_t>(body)];  // the applied wrench becomes F_e in place
+    F.tail<3>() -= s.w.cross(J.times(axes, s.w));          // w x (J w)
     r = s.r;
     w = s.w;
     F_e = &F;
@@ -186,7 +186,8 @@ void AccelerationSolver::body_acceleration(int b, SystemState& bodies) {
   const std::span<Vec3> l = handles_of(b);
   // Summed by halves, force and moment apart: a 6-vector summed by halves and read by pairs waits
   // on the pair across them (store forwarding; docs/benchmarks.md, "Session 27").
-  const Vec6& F_e = welded_.any() ? group_wrenches_[static_cast<std::size_t>(b)] : wrenches_[static_cast<std::size_t>(b)];
+  const int body = body_of_leaf(b);
+  const Vec6& F_e = body < 0 ? group_wrenches_[static_cast<std::size_t>(b)] : wrenches_[static_cast<std::size_t>(body)];
   Vec3 force = F_e.head<3>(), moment = F_e.tail<3>();
   for (std::size_t h = 0; h < l.size(); ++h) {
     Vec6 f;
@@ -194,9 +195,9 @@ void AccelerationSolver::body_acceleration(int b, SystemState& bodies) {
     force += f.head<3>();
     moment += f.tail<3>() + l[h].cross(f.head<3>());
   }
-  if (!welded_.any()) {
-    BodyState& s = bodies[static_cast<std::size_t>(b)];
-    s.a = force / loads_.mass(b);
+  if (body >= 0) {
+    BodyState& s = bodies[static_cast<std::size_t>(body)];
+    s.a = force / loads_.mass(body);
     s.alpha = J_inverse_[static_cast<std::size_t>(b)] * moment;
     return;
   }

@@ -84,6 +84,12 @@ class AccelerationSolver {
   int model_joint(int j) const { return welded_.any() ? welded_.kept_joints()[static_cast<std::size_t>(j)] : j; }
   int leaf_of_body(int body) const { return welded_.any() && body != kGround ? welded_.of(body) : body; }
   const AssemblyTree& core_tree() const { return contracted_tree_ ? *contracted_tree_ : tree_; }
+  /// The body a leaf stands for, or -1 where it stands for a welded group of several.
+  int body_of_leaf(int leaf) const {
+    if (!welded_.any()) return leaf;
+    const std::span<const int> members = welded_.members(leaf);
+    return members.size() == 1 ? members[0] : -1;
+  }
 
   void joint_rows(int j, const SystemState& bodies);
   void leaf_coefficients(int b, const SystemState& bodies);
@@ -114,7 +120,8 @@ class AccelerationSolver {
   std::vector<Vec3> points_;  // per model joint
   std::vector<Rows6> rows_;   // per core joint
   // Each body's applied wrench, made F_e = wrench - [0; w x (J w)] in place by leaf_coefficients
-  // where no bodies are welded; otherwise kept, and each group's F_e made in group_wrenches_.
+  // where the body is a leaf of its own; a welded group's members' are kept (weld_reactions reads
+  // them), and the group's F_e made in group_wrenches_.
   std::vector<Vec6> wrenches_;
   std::vector<Vec6> group_wrenches_;     // per welded group, about its centre of mass
   std::vector<Vec3> group_centres_;      // per welded group, global (per evaluation)
