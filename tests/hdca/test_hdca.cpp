@@ -69,6 +69,15 @@ TEST(Hdca, MatchesReferenceOnAnEightLinkSphericalChain) {
   EXPECT_LT(deviation(make_chain(8, JointType::Spherical), "reference", "hdca", 5.0, 1e-10), 1e-6);
 }
 TEST(Hdca, MatchesReferenceOnABranchedTree) { EXPECT_LT(deviation(moving_tree(), "reference", "hdca", 5.0, 1e-10), 1e-6); }
+// A floating sub-system with no joint to ground moves on its virtual free root, whose momenta
+// must enter the solve like any tree joint's (549887f had left them out: the chain kept its
+// momentum but drifted 0.6 m from the reference in 1 s, and ignored gravity).
+TEST(Hdca, MatchesReferenceOnAFloatingChainWithoutAFreeJoint) {
+  Model m = test::floating_chain();
+  EXPECT_LT(deviation(m, "reference", "hdca", 2.0, 1e-10), 1e-6);
+  m.gravity = {0.0, -9.81, 0.0};
+  EXPECT_LT(deviation(m, "reference", "hdca", 2.0, 1e-10), 1e-6);
+}
 TEST(Hdca, MatchesReferenceOnLoop4) { EXPECT_LT(deviation(paper_model("loop4"), "reference", "hdca", 2.0, 1e-10), 1e-6); }
 TEST(Hdca, MatchesReferenceOnLoop8) { EXPECT_LT(deviation(paper_model("loop8"), "reference", "hdca", 2.0, 1e-10), 1e-6); }
 TEST(Hdca, MatchesReferenceOnCoupledLoops) {

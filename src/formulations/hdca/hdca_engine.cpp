@@ -134,10 +134,10 @@ void Engine<Kin>::velocities(const Eigen::Ref<const Eigen::VectorXd>& q, const E
   // A tree joint's rows and H p as soon as it is placed (one sweep over its H, D), on the threads
   // that follow the placing one; the loop-closing joints' once every body is placed.
   kin_.place(q, parallel_, [&](int k) {
-    if (const int j = kin_.joints().tree()[static_cast<std::size_t>(k)].joint; j >= 0) {  // not a virtual root
-      joint_rows(j);
-      joint_momentum(k);
-    }
+    // Rows for a model joint (a virtual root has none); H p for every tree joint, a floating
+    // sub-system's virtual free root included.
+    if (const int j = kin_.joints().tree()[static_cast<std::size_t>(k)].joint; j >= 0) joint_rows(j);
+    joint_momentum(k);
   });
   mark(timer, 0);
   parallel_.for_each(static_cast<int>(loop_joints_.size()), [&](int i) { joint_rows(loop_joints_[static_cast<std::size_t>(i)]); });
