@@ -8,6 +8,7 @@
 #include <random>
 
 #include "allocation_counter.hpp"
+#include "formulations/hdca/hdca_engine.hpp"
 #include "formulations/hdca/spatial_kinematics.hpp"
 #include "support.hpp"
 #include "treedyn/generators.hpp"
@@ -203,9 +204,51 @@ TEST(Hdca, ResultsAreIdenticalForOneAndTwoThreads) {
 // Reactions (sigma_dot = lambda, paper 001 Sect. 3.4) against the reference's multipliers.
 TEST(Hdca, JointReactionsMatchTheReference) { test::expect_reactions_match_reference(moving_tree(), "hdca", {}, 1e-11, 1e-6); }
 
+// Welded bodies (jc::WeldedBodies) solved as one rigid body: against the reference (positions and
+// reactions) and dca, on a tree with welds forwards, reversed, in a row, to ground and closing a
+// loop, a loop, spring and force on welded members and a floating welded pair.
+TEST(Hdca, MatchesReferenceAndDcaOnATreeWithWeldedBodies) {
+  for (bool weld_closes_loop : {false, true}) {
+    EXPECT_LT(deviation(test::welded_tree(weld_closes_loop), "reference", "hdca", 2.0, 1e-10), 1e-6) << weld_closes_loop;
+    EXPECT_LT(deviation(test::welded_tree(weld_closes_loop), "dca", "hdca", 2.0, 1e-10), 1e-6) << weld_closes_loop;
+  }
+}
+
+TEST(Hdca, ReactionsOfWeldsMatchTheReference) {
+  for (bool weld_closes_loop : {false, true})
+    test::expect_reactions_match_reference(test::welded_tree(weld_closes_loop), "hdca", {}, 1e-11, 1e-6);
+}
+
+// The engine with welded bodies merged against the engine with every body a leaf, at random
+// joint coordinates and momenta: the same joint velocities (first stage) and momentum rates
+// (second stage, which reads the merged welds' forces) to round-off, 1e-11 of the largest.
+TEST(Hdca, MergingWeldedBodiesChangesNoVelocityOrMomentumRate) {
+  using Engine = hdca::Engine<hdca::SpatialKinematics<double>>;
+  for (bool weld_closes_loop : {false, true}) {
+    const Model m = test::welded_tree(weld_closes_loop);
+    const Topology topology(m);
+    const AssemblyTree tree(m, topology);
+    Engine merged(m, topology, tree, nullptr, Threading{}, InverseMethod::Cholesky);
+    Engine apart(m, topology, tree, nullptr, Threading{}, InverseMethod::Cholesky, /*merge_welds=*/false);
+    std::mt19937 rng(5);
+    const int nv = merged.joints().nv();
+    Eigen::VectorXd v_merged(nv), v_apart(nv), pdot_merged(nv), pdot_apart(nv);
+    for (int trial = 0; trial < 5; ++trial) {
+      const Eigen::VectorXd q = test::random_coordinates(merged.joints(), rng);
+      const Eigen::VectorXd p = test::random_vector(nv, rng);
+      merged.velocities(q, p, v_merged);
+      apart.velocities(q, p, v_apart);
+      merged.momentum_rates(0.1, pdot_merged);
+      apart.momentum_rates(0.1, pdot_apart);
+      EXPECT_LT((v_merged - v_apart).cwiseAbs().maxCoeff(), 1e-11 * v_apart.cwiseAbs().maxCoeff()) << trial;
+      EXPECT_LT((pdot_merged - pdot_apart).cwiseAbs().maxCoeff(), 1e-11 * pdot_apart.cwiseAbs().maxCoeff()) << trial;
+    }
+  }
+}
+
 TEST(Hdca, RightHandSideAllocatesNothing) {
   TREEDYN_SKIP_UNLESS_ALLOCATIONS_COUNTED();
-  for (const Model& m : {make_chain(64, JointType::Spherical), paper_model("double_loop8")}) {
+  for (const Model& m : {make_chain(64, JointType::Spherical), paper_model("double_loop8"), test::welded_tree()}) {
     auto f = make_formulation("hdca", share(m), {});
     EXPECT_EQ(test::rhs_allocations(*f), 0) << m.name;
   }

@@ -114,4 +114,17 @@ WeldedBodies::WeldedBodies(const Model& model, const Topology& topology) {
   contracted_ = std::move(contracted);
 }
 
+std::vector<dc::JointSides> WeldedBodies::core_sides(const std::vector<dc::JointSides>& sides) const {
+  if (!any()) return sides;
+  std::vector<dc::JointSides> kept;
+  kept.reserve(kept_.size());
+  for (int j : kept_) {
+    dc::JointSides s = sides[static_cast<std::size_t>(j)];
+    if (s.body_p != kGround) s.body_p = of(s.body_p);
+    if (s.body_c != kGround) s.body_c = of(s.body_c);
+    kept.push_back(s);
+  }
+  return kept;
+}
+
 }  // namespace treedyn::jc

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kinematics/principal_inertia.hpp"
+#include "treedyn/dc_core.hpp"
 #include "treedyn/model.hpp"
 #include "treedyn/topology.hpp"
 
@@ -58,6 +59,9 @@ class WeldedBodies {
   const std::vector<int>& kept_joints() const { return kept_; }
   /// A model joint's index among the contracted model's joints; -1 for a merged weld.
   int kept_index(int joint) const { return kept_index_[static_cast<std::size_t>(joint)]; }
+  /// The core's joint sides from the model joints' `sides`: those of the kept joints, with groups
+  /// (kGround: static bodies) as their bodies; `sides` themselves where nothing is merged.
+  std::vector<dc::JointSides> core_sides(const std::vector<dc::JointSides>& sides) const;
   /// The merged welds, each after the welds below it (children before parents).
   const std::vector<int>& welds() const { return welds_; }
 

@@ -6,25 +6,6 @@
 
 namespace treedyn::jc {
 
-namespace {
-
-/// The core's joint sides: the layout's, or, with welded bodies merged, those of the joints kept
-/// between the welded groups.
-std::vector<dc::JointSides> core_sides(const JointLayout& layout, const WeldedBodies& welded) {
-  if (!welded.any()) return layout.sides;
-  std::vector<dc::JointSides> sides;
-  sides.reserve(welded.kept_joints().size());
-  for (int j : welded.kept_joints()) {
-    dc::JointSides s = layout.sides[static_cast<std::size_t>(j)];
-    if (s.body_p != kGround) s.body_p = welded.of(s.body_p);
-    if (s.body_c != kGround) s.body_c = welded.of(s.body_c);
-    sides.push_back(s);
-  }
-  return sides;
-}
-
-}  // namespace
-
 AccelerationSolver::AccelerationSolver(const Model& model, const Topology& topology, const AssemblyTree& tree,
                                        const ExternalLoads* external, const Threading& threading, double baumgarte_alpha,
                                        double baumgarte_beta, const AccelerationSolverParts& borrowed)
@@ -40,7 +21,7 @@ AccelerationSolver::AccelerationSolver(const Model& model, const Topology& topol
       contracted_tree_(welded_.any() ? std::optional<AssemblyTree>(std::in_place, welded_.contracted(), *contracted_topology_,
                                                                    threading.threads)
                                      : std::nullopt),
-      core_sides_(core_sides(layout_, welded_)),
+      core_sides_(welded_.core_sides(layout_.sides)),
       own_core_(borrowed.core &&
                         borrowed.core->made_as(core_tree(), core_sides_, InverseMethod::Cholesky, dc::LeafBlocks::InRows, dc::BiasPasses::Never)
                     ? std::nullopt

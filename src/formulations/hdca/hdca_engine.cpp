@@ -8,15 +8,22 @@ namespace treedyn::hdca {
 
 template <class Kin>
 Engine<Kin>::Engine(const Model& model, const Topology& topology, const AssemblyTree& tree, const ExternalLoads* external,
-                    const Threading& threading, InverseMethod inverse)
+                    const Threading& threading, InverseMethod inverse, bool merge_welds)
     : model_(model),
       kin_(model, topology, external),
-      core_(tree, kin_.sides(), inverse, dc::LeafBlocks::InRows, dc::BiasPasses::Never),  // full passes only
+      welded_(Dim == 6 && merge_welds ? jc::WeldedBodies(model, topology) : jc::WeldedBodies()),
+      contracted_topology_(welded_.any() ? std::optional<Topology>(std::in_place, welded_.contracted(), RankMethod::None)
+                                         : std::nullopt),
+      contracted_tree_(welded_.any() ? std::optional<AssemblyTree>(std::in_place, welded_.contracted(), *contracted_topology_,
+                                                                   threading.threads)
+                                     : std::nullopt),
+      core_(contracted_tree_ ? *contracted_tree_ : tree, welded_.core_sides(kin_.sides()), inverse, dc::LeafBlocks::InRows,
+            dc::BiasPasses::Never),  // full passes only
       parallel_(threading),
       loop_joints_(topology.loop_joints()),
       child_handle_(kin_.joints().tree().size(), -1),
-      handle_offset_(model.bodies.size() + 1, 0),
-      rows_(model.joints.size()),
+      handle_offset_(static_cast<std::size_t>(welded_.any() ? welded_.count() : model.body_count()) + 1, 0),
+      rows_(welded_.any() ? welded_.kept_joints().size() : model.joints.size()),
       p_(Eigen::Matrix<S, Eigen::Dynamic, 1>::Zero(kin_.joints().nv())),
       P_known_(model.bodies.size(), Vec::Zero()),
       V_(model.bodies.size(), Vec::Zero()),
@@ -27,15 +34,20 @@ Engine<Kin>::Engine(const Model& model, const Topology& topology, const Assembly
       rate_load_c_(loop_joints_.size(), Vec::Zero()) {
   const auto& tree_joints = kin_.joints().tree();
   auto handle_in = [&](int body, int joint) {
-    return joint < 0 ? -1 : core_.handle_index(core_.leaf(body), joint);
+    if (joint < 0) return -1;
+    const int c = core_joint(joint);
+    if (c < 0) return kMergedWeld;
+    const int leaf = leaf_of_body(body);
+    return leaf == kGround ? -1 : core_.handle_index(core_.leaf(leaf), c);  // a static body has no leaf
   };
   std::vector<std::vector<Incidence>> incidences(model.bodies.size());
   for (std::size_t k = 0; k < tree_joints.size(); ++k) {
     const TreeJoint& t = tree_joints[k];
     const int kk = static_cast<int>(k);
-    child_handle_[k] = handle_in(t.child, t.joint);
+    const int child_handle = handle_in(t.child, t.joint);
+    child_handle_[k] = std::max(child_handle, -1);  // what joint_rate reads: a merged weld has no velocity
     links_.push_back({t.parent, t.child, t.v_offset, t.nv});
-    incidences[static_cast<std::size_t>(t.child)].push_back({kk, t.child, S(1), child_handle_[k]});
+    incidences[static_cast<std::size_t>(t.child)].push_back({kk, t.child, S(1), child_handle});
     if (t.parent != kGround) incidences[static_cast<std::size_t>(t.parent)].push_back({kk, t.child, S(-1), handle_in(t.parent, t.joint)});
   }
   std::vector<std::vector<LoopEnd>> loop_ends(model.bodies.size());
@@ -46,13 +58,44 @@ Engine<Kin>::Engine(const Model& model, const Topology& topology, const Assembly
   }
   flatten(incidences, incidences_, incidence_offset_);
   flatten(loop_ends, loop_ends_, loop_end_offset_);
-  for (int b = 0; b < model.body_count(); ++b)
+  const int leaves = static_cast<int>(handle_offset_.size()) - 1;
+  for (int b = 0; b < leaves; ++b)
     handle_offset_[static_cast<std::size_t>(b) + 1] = handle_offset_[static_cast<std::size_t>(b)] + core_.leaf(b).size();
   handle_l_.assign(static_cast<std::size_t>(handle_offset_.back()), Point::Zero());
   handle_joint_.reserve(handle_l_.size());
-  for (int b = 0; b < model.body_count(); ++b)
-    for (const int j : core_.leaf(b).handles()) handle_joint_.push_back(j);
+  for (int b = 0; b < leaves; ++b)
+    for (const int j : core_.leaf(b).handles())
+      handle_joint_.push_back(welded_.any() ? welded_.kept_joints()[static_cast<std::size_t>(j)] : j);
   handle_load_.assign(static_cast<std::size_t>(handle_offset_.back()), Vec::Zero());
+  if (welded_.any()) make_groups(topology);
+}
+
+/// The welded groups' set-up: the tree joint that places each group's root, and each member's
+/// kept joints' handle slots (weld_forces reads their loads).
+template <class Kin>
+void Engine<Kin>::make_groups(const Topology& topology) {
+  const auto groups = static_cast<std::size_t>(welded_.count());
+  group_com_.assign(groups, Point::Zero());
+  group_inverse_inertia_.resize(groups);
+  group_P_.assign(groups, Vec::Zero());
+  root_joint_.assign(groups, -1);
+  const auto& tree_joints = kin_.joints().tree();
+  for (std::size_t k = 0; k < tree_joints.size(); ++k) {
+    const int g = welded_.of(tree_joints[k].child);
+    if (g != kGround && welded_.root(g) == tree_joints[k].child) root_joint_[static_cast<std::size_t>(g)] = static_cast<int>(k);
+  }
+  member_slot_offset_.assign(model_.bodies.size() + 1, 0);
+  for (int b = 0; b < model_.body_count(); ++b) {
+    const int g = welded_.of(b);
+    if (g != kGround && welded_.members(g).size() > 1)
+      for (int j : topology.joints_of(b))
+        if (const int c = core_joint(j); c >= 0)
+          if (const int h = core_.handle_index(core_.leaf(g), c); h >= 0)
+            member_slots_.push_back(handle_offset_[static_cast<std::size_t>(g)] + h);
+    member_slot_offset_[static_cast<std::size_t>(b) + 1] = static_cast<int>(member_slots_.size());
+  }
+  side_force_.assign(model_.bodies.size(), Point::Zero());
+  weld_force_.assign(tree_joints.size(), Point::Zero());
 }
 
 /// One array of every body's lists, in the bodies' order and each list's own; offset[b] is where
@@ -134,9 +177,9 @@ void Engine<Kin>::velocities(const Eigen::Ref<const Eigen::VectorXd>& q, const E
   // A tree joint's rows and H p as soon as it is placed (one sweep over its H, D), on the threads
   // that follow the placing one; the loop-closing joints' once every body is placed.
   kin_.place(q, parallel_, [&](int k) {
-    // Rows for a model joint (a virtual root has none); H p for every tree joint, a floating
-    // sub-system's virtual free root included.
-    if (const int j = kin_.joints().tree()[static_cast<std::size_t>(k)].joint; j >= 0) joint_rows(j);
+    // Rows for a model joint (a virtual root has none, a merged weld none in the core); H p for
+    // every tree joint, a floating sub-system's virtual free root included.
+    if (const int j = kin_.joints().tree()[static_cast<std::size_t>(k)].joint; j >= 0 && core_joint(j) >= 0) joint_rows(j);
     joint_momentum(k);
   });
   mark(timer, 0);
@@ -148,6 +191,7 @@ void Engine<Kin>::velocities(const Eigen::Ref<const Eigen::VectorXd>& q, const E
   core_.connect_base(rows_);
   mark(timer, 3);
   core_.disassemble(rows_, parallel_, [&](int b) { body_twist(b); });
+  if (welded_.any()) weld_forces();
   mark(timer, 4);
   parallel_.for_each(static_cast<int>(kin_.joints().tree().size()), [&](int k) { joint_velocity(k, v); });
   mark(timer, 5);
@@ -168,6 +212,7 @@ void Engine<Kin>::known_momentum(int b) {
   typename G::Load P;
   for (const Incidence& x : incidences_of(b)) G::add_shifted_load(P, x.sign, Hp_[static_cast<std::size_t>(x.k)], kin_.tree_point(x.k) - r);
   G::store(P, P_known_[static_cast<std::size_t>(b)]);
+  if (welded_.any()) return;  // the leaves' arms: group_coefficients
   const std::span<Point> l = handles_of(b);
   const int* joint = handle_joint_.data() + handle_offset_[static_cast<std::size_t>(b)];
   for (std::size_t h = 0; h < l.size(); ++h) l[h] = handle_point(joint[h]) - r;
@@ -178,7 +223,7 @@ void Engine<Kin>::known_momentum(int b) {
 template <class Kin>
 void Engine<Kin>::joint_rows(int j) {
   const int k = kin_.tree_index(j);
-  Rows& rows = rows_[static_cast<std::size_t>(j)];
+  Rows& rows = rows_[static_cast<std::size_t>(core_joint(j))];
   if (k < 0) {
     rows = kin_.loop_rows(j);
     return;
@@ -189,29 +234,90 @@ void Engine<Kin>::joint_rows(int j) {
 }
 
 /// xi_hk = S(l_h)' M^-1 S(l_k) and xi_h0 = S(l_h)' M^-1 P (paper 001 Eqs. 15-16, paper 004
-/// Eqs. 13-18).
+/// Eqs. 13-18), of a body or a welded group.
 template <class Kin>
 void Engine<Kin>::leaf_coefficients(int b) {
   auto& leaf = core_.leaf(b);
   const std::span<Point> l = handles_of(b);
-  const auto& Mi = kin_.inverse_inertia(b);
+  if (welded_.any()) group_coefficients(b);
+  const int body = body_of_leaf(b);
+  const auto& Mi = body >= 0 ? kin_.inverse_inertia(body) : group_inverse_inertia_[static_cast<std::size_t>(b)];
   G::mobility(Mi, l, rows_, leaf);
-  const Vec V0 = G::apply(Mi, P_known_[static_cast<std::size_t>(b)]);
+  const Vec V0 = G::apply(Mi, body >= 0 ? P_known_[static_cast<std::size_t>(body)] : group_P_[static_cast<std::size_t>(b)]);
   for (std::size_t h = 0; h < l.size(); ++h) core_.set_leaf_bias(leaf, static_cast<int>(h), G::shift_twist(V0, l[h]), rows_);
 }
 
-/// V = M^-1 (P + sum_h S(l_h) T_h).
+/// Leaf g's handle arms l_h from its centre of mass; for a group of several bodies, that centre
+/// r = r_root + A_root c, M^-1 (J^-1 from the root's rotation) and P = the members' known momenta
+/// moved to r.
+template <class Kin>
+void Engine<Kin>::group_coefficients(int g) {
+  const int body = body_of_leaf(g);
+  Point r = body >= 0 ? kin_.com(body) : Point::Zero();
+  if constexpr (Dim == 6) {
+    if (body < 0) {
+      const auto gg = static_cast<std::size_t>(g);
+      const Mat3& A = kin_.motions().child_rotation(root_joint_[gg]);
+      const PrincipalInertia& J = welded_.inertia(g);
+      r = kin_.com(welded_.root(g)) + (A * welded_.centre(g)).template cast<S>();
+      group_com_[gg] = r;
+      group_inverse_inertia_[gg].inverse_mass = S(1.0 / welded_.mass(g));
+      group_inverse_inertia_[gg].J_inverse = J.inverse(J.axes(A)).template cast<S>();
+      typename G::Load P;
+      for (int m : welded_.members(g)) G::add_shifted_load(P, P_known_[static_cast<std::size_t>(m)], kin_.com(m) - r);
+      G::store(P, group_P_[gg]);
+    }
+  }
+  const std::span<Point> l = handles_of(g);
+  const int* joint = handle_joint_.data() + handle_offset_[static_cast<std::size_t>(g)];
+  for (std::size_t h = 0; h < l.size(); ++h) l[h] = handle_point(joint[h]) - r;
+}
+
+/// V = M^-1 (P + sum_h S(l_h) T_h); a welded group's members' twists from its.
 template <class Kin>
 void Engine<Kin>::body_twist(int b) {
   const auto& leaf = core_.leaf(b);
   const std::span<Point> l = handles_of(b);
-  typename G::Load P = G::halves(P_known_[static_cast<std::size_t>(b)]);
+  const int body = body_of_leaf(b);
+  typename G::Load P = G::halves(body >= 0 ? P_known_[static_cast<std::size_t>(body)] : group_P_[static_cast<std::size_t>(b)]);
   Vec* load = handle_load_.data() + handle_offset_[static_cast<std::size_t>(b)];  // kept for the second stage
   for (std::size_t h = 0; h < l.size(); ++h) {
     core_.load_into(leaf, static_cast<int>(h), rows_, load[h]);
     G::add_shifted_load(P, load[h], l[h]);
   }
-  G::apply(kin_.inverse_inertia(b), P, V_[static_cast<std::size_t>(b)]);
+  if (body >= 0) {
+    G::apply(kin_.inverse_inertia(body), P, V_[static_cast<std::size_t>(body)]);
+    return;
+  }
+  Vec V;
+  G::apply(group_inverse_inertia_[static_cast<std::size_t>(b)], P, V);
+  for (int m : welded_.members(b)) V_[static_cast<std::size_t>(m)] = G::shift_twist(V, kin_.com(m) - group_com_[static_cast<std::size_t>(b)]);
+}
+
+/// A merged weld's force on its tree child: what the bodies on the child's side need beyond their
+/// known momenta and their kept joints' impulses, sum_i (m_i v_i - P_i - sum_h T_h) (the force half
+/// of M V = P + sum_h S(l_h) T_h, paper 001 Eq. 10), summed up the welds from the lowest. The second
+/// stage reads it where a joint's load moves with its point (momentum_residual); a weld has no
+/// velocity of its own, so nothing reads its moment.
+template <class Kin>
+void Engine<Kin>::weld_forces() {
+  constexpr int F = Point::RowsAtCompileTime;
+  for (int g = 0; g < welded_.count(); ++g)
+    if (welded_.members(g).size() > 1)
+      for (int b : welded_.members(g)) {
+        const auto bb = static_cast<std::size_t>(b);
+        Point f = kin_.momentum(b, V_[bb]).template head<F>() - P_known_[bb].template head<F>();
+        for (int i = member_slot_offset_[bb]; i < member_slot_offset_[bb + 1]; ++i)
+          f -= handle_load_[static_cast<std::size_t>(member_slots_[static_cast<std::size_t>(i)])].template head<F>();
+        side_force_[bb] = f;
+      }
+  for (int w : welded_.welds()) {  // the lowest first
+    const auto k = static_cast<std::size_t>(kin_.tree_index(w));
+    const Link& t = links_[k];
+    if (welded_.of(t.child) == kGround) continue;  // static: nothing moves, nothing reads it
+    weld_force_[k] = side_force_[static_cast<std::size_t>(t.child)];
+    side_force_[static_cast<std::size_t>(t.parent)] += weld_force_[k];
+  }
 }
 
 /// qdot = H' (V_c(o) - V_p(o)) (paper 001 Eq. 23, paper 004 Eq. 49).
@@ -229,7 +335,7 @@ void Engine<Kin>::joint_velocity(int k, Eigen::Ref<Eigen::VectorXd> v) const {
 template <class Kin>
 typename Engine<Kin>::Vec Engine<Kin>::tree_load(const Incidence& x, int b) const {
   Vec L = x.sign * Hp_[static_cast<std::size_t>(x.k)];
-  if (x.handle >= 0) L += handle_load_[static_cast<std::size_t>(handle_offset_[static_cast<std::size_t>(b)] + x.handle)];
+  if (x.handle >= 0) L += handle_load_[static_cast<std::size_t>(handle_offset_[static_cast<std::size_t>(leaf_of_body(b))] + x.handle)];
   return L;
 }
 
@@ -237,7 +343,10 @@ template <class Kin>
 typename Engine<Kin>::Point Engine<Kin>::tree_force(const Incidence& x, int b) const {
   Point f = x.sign * Hp_[static_cast<std::size_t>(x.k)].template head<Point::RowsAtCompileTime>();
   if (x.handle >= 0)
-    f += handle_load_[static_cast<std::size_t>(handle_offset_[static_cast<std::size_t>(b)] + x.handle)].template head<Point::RowsAtCompileTime>();
+    f += handle_load_[static_cast<std::size_t>(handle_offset_[static_cast<std::size_t>(leaf_of_body(b))] + x.handle)]
+             .template head<Point::RowsAtCompileTime>();
+  else if (x.handle == kMergedWeld)
+    f += x.sign * weld_force_[static_cast<std::size_t>(x.k)];
   return f;
 }
 
@@ -265,7 +374,7 @@ void Engine<Kin>::momentum_rates(double t, Eigen::Ref<Eigen::VectorXd> pdot, Sta
   kin_.move(t, V_);
   for (std::size_t i = 0; i < loop_joints_.size(); ++i) {
     const int j = loop_joints_[i];
-    kin_.loop_rate_loads(j, core_.multiplier(j), rate_load_p_[i], rate_load_c_[i]);
+    kin_.loop_rate_loads(j, core_.multiplier(core_joint(j)), rate_load_p_[i], rate_load_c_[i]);
   }
   parallel_.for_each(model_.body_count(), [&](int b) { momentum_residual(b); });
   // Articulated loads (paper 001 Eqs. 70-76), summed in reverse tree order, and each joint's rate

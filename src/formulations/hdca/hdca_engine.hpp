@@ -2,9 +2,11 @@
 // equations are those of include/treedyn/formulations/hdca.hpp, symbols in its glossary.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "../common/welded_bodies.hpp"
 #include "geometry.hpp"
 #include "treedyn/dc_core.hpp"
 #include "treedyn/external_loads.hpp"
@@ -32,8 +34,11 @@ class Engine {
   }
 
   /// Refers to `model`, `topology`, `tree` and `external` (may be null), which must outlive it.
+  /// In space, where the spanning tree welds bodies together, the core's leaves are the welded
+  /// groups (jc::WeldedBodies), on a tree of its own made for them (`merge_welds` false: every
+  /// body a leaf, to test that merging changes nothing beyond round-off).
   Engine(const Model& model, const Topology& topology, const AssemblyTree& tree, const ExternalLoads* external,
-         const Threading& threading, InverseMethod inverse);
+         const Threading& threading, InverseMethod inverse, bool merge_welds = true);
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
@@ -71,8 +76,10 @@ class Engine {
     int k;            // tree joint
     int child;        // its child body (the second stage's sweep reads it here, not in the TreeJoint)
     S sign;           // +1: the body is its child, -1: its parent
-    int handle;       // its handle index in the body's leaf, -1 if it carries no constraint rows
+    int handle;       // its handle index in the body's leaf, -1 if it carries no constraint rows,
+                      // kMergedWeld for a weld inside a welded group (its force in weld_force_)
   };
+  static constexpr int kMergedWeld = -2;
   struct Link {       // what the first stage's sweeps over the tree joints read of a TreeJoint (16 bytes of its 104)
     int parent, child, v_offset, nv;
   };
@@ -86,7 +93,22 @@ class Engine {
   void known_momentum(int b);
   void joint_rows(int j);
   void leaf_coefficients(int b);
+  /// A welded group's centre of mass, inverse inertia and known momentum, and its handles' arms.
+  void group_coefficients(int g);
   void body_twist(int b);
+  /// The force of each merged weld on its tree child, from the momenta of the bodies on the child's
+  /// side (after the first stage's solve).
+  void weld_forces();
+  void make_groups(const Topology& topology);
+  /// The core's joints and leaves: the model's joints and bodies, or the joints kept between
+  /// welded groups and the groups.
+  int core_joint(int joint) const { return welded_.any() ? welded_.kept_index(joint) : joint; }
+  int leaf_of_body(int body) const { return welded_.any() ? welded_.of(body) : body; }
+  int body_of_leaf(int leaf) const {
+    if (!welded_.any()) return leaf;
+    const std::span<const int> members = welded_.members(leaf);
+    return members.size() == 1 ? members[0] : -1;
+  }
   void joint_velocity(int k, Eigen::Ref<Eigen::VectorXd> v) const;
   void momentum_residual(int b);
   /// out_k = sum over the bodies i outboard of tree joint k of w_i shifted to o_k. Sums in w:
@@ -110,6 +132,9 @@ class Engine {
 
   const Model& model_;
   Kin kin_;
+  jc::WeldedBodies welded_;                       // in space only
+  std::optional<Topology> contracted_topology_;  // the welded groups' graph and tree, where any
+  std::optional<AssemblyTree> contracted_tree_;
   dc::HandleTree<S, Dim> core_;
   Parallel parallel_;
   // Each body's tree joints and loop ends, body after body (one array each, not a heap block a
@@ -133,6 +158,16 @@ class Engine {
   std::vector<Vec> P_known_, V_, R_, A_;  // R_: momenta() and momentum_rates() sum it in place
   std::vector<Vec> Hp_;                             // per tree joint: H_k p_k (after velocities())
   std::vector<Vec> rate_load_p_, rate_load_c_;      // per loop-closing joint: its Jdot' sigma
+  // Welded groups (welded_.any()): per group, its centre of mass, inverse inertia and known
+  // momentum; per group member, the handle slots (in handle_load_) of its kept joints; per
+  // body, its side's unbalanced force (weld_forces' sums); per tree joint, a merged weld's force.
+  std::vector<Point> group_com_;
+  std::vector<typename G::InverseInertia> group_inverse_inertia_;
+  std::vector<Vec> group_P_;
+  std::vector<int> root_joint_;  // per group: the tree joint that places its root
+  std::vector<int> member_slot_offset_, member_slots_;
+  std::vector<Point> side_force_;
+  std::vector<Point> weld_force_;
   std::span<Point> handles_of(int b);
 };
 
