@@ -140,7 +140,9 @@ TEST(Constraints, APointBlockIsTheSphericalJointsBlockInFixedSizes) {
         // the arms the Jacobians are made of (dc::JointRows::set_arm_rows holds the rows so)
         PointBlock::Rows from_arms;
         from_arms << -Mat3::Identity(), skew(point.arm_P);
-        if (point.parent != kGround) EXPECT_EQ(from_arms, point.J_P) << k;
+        if (point.parent != kGround) {  // braces: gtest's EXPECT_ is an if-else (-Wdangling-else)
+          EXPECT_EQ(from_arms, point.J_P) << k;
+        }
         from_arms << Mat3::Identity(), -skew(point.arm_C);
         EXPECT_EQ(from_arms, point.J_C) << k;
       }
