@@ -65,8 +65,17 @@ const Mat3 kGroundRotation = Mat3::Identity();
   m.point = o;
 }
 
-/// A body's quaternion from its rotation matrix A_C (rotate_child()).
-[[gnu::always_inline]] inline void orient(BodyState& C, const Mat3& A_C) { C.q = Quat(A_C).normalized(); }
+/// A body's quaternion from its rotation matrix A_C (rotate_child()), of the sign nearer the
+/// quaternion the state held (q and -q are the same rotation): a matrix's quaternion takes its
+/// sign from whichever of the trace or the diagonal is largest, so a body turning smoothly had it
+/// jump between evaluations (81 jumps in dca's trajectory.csv of the 16-link chain over 10 s, none in
+/// the reference formulation's, which integrates its quaternions). A state reused from evaluation
+/// to evaluation, or sample to sample, so keeps its quaternions continuous; a fresh one starts
+/// from the identity's side (w >= 0).
+[[gnu::always_inline]] inline void orient(BodyState& C, const Mat3& A_C) {
+  const Quat q = Quat(A_C).normalized();
+  C.q = q.coeffs().dot(C.q.coeffs()) < 0.0 ? Quat(-q.w(), -q.x(), -q.y(), -q.z()) : q;
+}
 
 /// A tree joint's child twist and the joint's kappa, from its parent's twist and v (after locate_child).
 /// kappa = Hdot v + [w_P x (H v)_lin; 0], where column c of Hdot is w x H_c with w the angular
