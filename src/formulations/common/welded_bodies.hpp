@@ -38,6 +38,20 @@ class WeldedBodies {
   int count() const { return static_cast<int>(root_.size()); }
   /// The group of each body; kGround for a static body.
   int of(int body) const { return of_[static_cast<std::size_t>(body)]; }
+
+  // The core's view, whether or not anything is merged: its leaves are the groups (or the
+  // bodies), its joints the kept joints (or the model's).
+  /// The core's leaf of a body (kGround for ground and static bodies).
+  int leaf_of(int body) const { return any() && body != kGround ? of(body) : body; }
+  /// The body a leaf stands for, or -1 where it stands for a group of several.
+  int body_of_leaf(int leaf) const {
+    if (!any()) return leaf;
+    const std::span<const int> m = members(leaf);
+    return m.size() == 1 ? m[0] : -1;
+  }
+  /// A model joint's index among the core's joints (-1 for a merged weld), and back.
+  int core_joint(int joint) const { return any() ? kept_index(joint) : joint; }
+  int model_joint(int core_joint) const { return any() ? kept_[static_cast<std::size_t>(core_joint)] : core_joint; }
   /// The bodies welded to ground, directly or through other welds: at rest.
   const std::vector<int>& static_bodies() const { return static_; }
   /// The member nearest the ground, whose body frame the composite's constants are in.

@@ -81,7 +81,7 @@ void AccelerationSolver::evaluate(double t, const Eigen::Ref<const Eigen::Vector
 /// are rows at the handle point, which hold for any body rigidly joined to it: a welded group's
 /// as well as its member's.
 void AccelerationSolver::joint_rows(int core_joint, const SystemState& bodies) {
-  const int j = model_joint(core_joint);
+  const int j = welded_.model_joint(core_joint);
   const int k = layout_.tree_index[static_cast<std::size_t>(j)];
   Rows6& rows = rows_[static_cast<std::size_t>(core_joint)];
   if (k >= 0) {
@@ -110,7 +110,7 @@ void AccelerationSolver::leaf_coefficients(int b, const SystemState& bodies) {
   Vec3 r, w;
   double mass;
   const Vec6* F_e;
-  if (const int body = body_of_leaf(b); body < 0) {
+  if (const int body = welded_.body_of_leaf(b); body < 0) {
     Vec6& F = group_wrenches_[static_cast<std::size_t>(b)];
     composite_state(b, bodies, r, w, Ji, F);
     group_centres_[static_cast<std::size_t>(b)] = r;
@@ -130,7 +130,7 @@ void AccelerationSolver::leaf_coefficients(int b, const SystemState& bodies) {
   }
   auto& leaf = core_.leaf(b);
   const std::span<Vec3> l = handles_of(b);
-  for (std::size_t h = 0; h < l.size(); ++h) l[h] = points_[static_cast<std::size_t>(model_joint(leaf.handles()[h]))] - r;
+  for (std::size_t h = 0; h < l.size(); ++h) l[h] = points_[static_cast<std::size_t>(welded_.model_joint(leaf.handles()[h]))] - r;
   mobility_rows<double, 6>(1.0 / mass, Ji, l, rows_, leaf);
   const Vec3 a0 = F_e->head<3>() / mass, alpha0 = Ji * F_e->tail<3>();
   for (std::size_t h = 0; h < l.size(); ++h) {  // b_h = S(l_h)' M^-1 F_e + [w x (w x l_h); 0], in rows
@@ -167,7 +167,7 @@ void AccelerationSolver::body_acceleration(int b, SystemState& bodies) {
   const std::span<Vec3> l = handles_of(b);
   // Summed by halves, force and moment apart: a 6-vector summed by halves and read by pairs waits
   // on the pair across them (store forwarding; docs/benchmarks.md, "Session 27").
-  const int body = body_of_leaf(b);
+  const int body = welded_.body_of_leaf(b);
   const Vec6& F_e = body < 0 ? group_wrenches_[static_cast<std::size_t>(b)] : wrenches_[static_cast<std::size_t>(body)];
   Vec3 force = F_e.head<3>(), moment = F_e.tail<3>();
   for (std::size_t h = 0; h < l.size(); ++h) {
@@ -210,11 +210,11 @@ void AccelerationSolver::joint_acceleration(int k, const SystemState& bodies) {
 void AccelerationSolver::reactions(const SystemState& bodies, std::vector<JointReaction>& out) const {
   out.assign(model_.joints.size(), JointReaction{});
   for (int jc = 0; jc < core_joints(); ++jc) {
-    const auto j = static_cast<std::size_t>(model_joint(jc));
+    const auto j = static_cast<std::size_t>(welded_.model_joint(jc));
     const Joint& joint = model_.joints[j];
     const dc::JointSides& sides = core_.sides(jc);
     if (sides.rows == 0) continue;  // a free joint carries no load
-    const Vec6 f = core_.joint_load(jc, sides.body_p == leaf_of_body(joint.child), rows_);  // on the child
+    const Vec6 f = core_.joint_load(jc, sides.body_p == welded_.leaf_of(joint.child), rows_);  // on the child
     const BodyState& C = bodies[static_cast<std::size_t>(joint.child)];
     const Vec3 origin = C.r + C.q * joint.child_frame.origin;  // report about the child's joint frame
     out[j] = {f.head<3>(), f.tail<3>() + (points_[j] - origin).cross(f.head<3>())};

@@ -79,17 +79,9 @@ class AccelerationSolver {
                   SystemState& out);
 
  private:
-  /// The core's joints and leaves: the model's joints and bodies, or the joints kept between welded groups and the groups.
+  /// The core's joint count: the model's, or the joints kept between welded groups.
   int core_joints() const { return welded_.any() ? static_cast<int>(welded_.kept_joints().size()) : model_.joint_count(); }
-  int model_joint(int j) const { return welded_.any() ? welded_.kept_joints()[static_cast<std::size_t>(j)] : j; }
-  int leaf_of_body(int body) const { return welded_.any() && body != kGround ? welded_.of(body) : body; }
   const AssemblyTree& core_tree() const { return contracted_tree_ ? *contracted_tree_ : tree_; }
-  /// The body a leaf stands for, or -1 where it stands for a welded group of several.
-  int body_of_leaf(int leaf) const {
-    if (!welded_.any()) return leaf;
-    const std::span<const int> members = welded_.members(leaf);
-    return members.size() == 1 ? members[0] : -1;
-  }
 
   void joint_rows(int j, const SystemState& bodies);
   void leaf_coefficients(int b, const SystemState& bodies);

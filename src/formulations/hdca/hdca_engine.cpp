@@ -35,9 +35,9 @@ Engine<Kin>::Engine(const Model& model, const Topology& topology, const Assembly
   const auto& tree_joints = kin_.joints().tree();
   auto handle_in = [&](int body, int joint) {
     if (joint < 0) return -1;
-    const int c = core_joint(joint);
+    const int c = welded_.core_joint(joint);
     if (c < 0) return kMergedWeld;
-    const int leaf = leaf_of_body(body);
+    const int leaf = welded_.leaf_of(body);
     return leaf == kGround ? -1 : core_.handle_index(core_.leaf(leaf), c);  // a static body has no leaf
   };
   std::vector<std::vector<Incidence>> incidences(model.bodies.size());
@@ -89,7 +89,7 @@ void Engine<Kin>::make_groups(const Topology& topology) {
     const int g = welded_.of(b);
     if (g != kGround && welded_.members(g).size() > 1)
       for (int j : topology.joints_of(b))
-        if (const int c = core_joint(j); c >= 0)
+        if (const int c = welded_.core_joint(j); c >= 0)
           if (const int h = core_.handle_index(core_.leaf(g), c); h >= 0)
             member_slots_.push_back(handle_offset_[static_cast<std::size_t>(g)] + h);
     member_slot_offset_[static_cast<std::size_t>(b) + 1] = static_cast<int>(member_slots_.size());
@@ -179,7 +179,7 @@ void Engine<Kin>::velocities(const Eigen::Ref<const Eigen::VectorXd>& q, const E
   kin_.place(q, parallel_, [&](int k) {
     // Rows for a model joint (a virtual root has none, a merged weld none in the core); H p for
     // every tree joint, a floating sub-system's virtual free root included.
-    if (const int j = kin_.joints().tree()[static_cast<std::size_t>(k)].joint; j >= 0 && core_joint(j) >= 0) joint_rows(j);
+    if (const int j = kin_.joints().tree()[static_cast<std::size_t>(k)].joint; j >= 0 && welded_.core_joint(j) >= 0) joint_rows(j);
     joint_momentum(k);
   });
   mark(timer, 0);
@@ -223,7 +223,7 @@ void Engine<Kin>::known_momentum(int b) {
 template <class Kin>
 void Engine<Kin>::joint_rows(int j) {
   const int k = kin_.tree_index(j);
-  Rows& rows = rows_[static_cast<std::size_t>(core_joint(j))];
+  Rows& rows = rows_[static_cast<std::size_t>(welded_.core_joint(j))];
   if (k < 0) {
     rows = kin_.loop_rows(j);
     return;
@@ -240,7 +240,7 @@ void Engine<Kin>::leaf_coefficients(int b) {
   auto& leaf = core_.leaf(b);
   const std::span<Point> l = handles_of(b);
   if (welded_.any()) group_coefficients(b);
-  const int body = body_of_leaf(b);
+  const int body = welded_.body_of_leaf(b);
   const auto& Mi = body >= 0 ? kin_.inverse_inertia(body) : group_inverse_inertia_[static_cast<std::size_t>(b)];
   G::mobility(Mi, l, rows_, leaf);
   const Vec V0 = G::apply(Mi, body >= 0 ? P_known_[static_cast<std::size_t>(body)] : group_P_[static_cast<std::size_t>(b)]);
@@ -252,7 +252,7 @@ void Engine<Kin>::leaf_coefficients(int b) {
 /// moved to r.
 template <class Kin>
 void Engine<Kin>::group_coefficients(int g) {
-  const int body = body_of_leaf(g);
+  const int body = welded_.body_of_leaf(g);
   Point r = body >= 0 ? kin_.com(body) : Point::Zero();
   if constexpr (Dim == 6) {
     if (body < 0) {
@@ -278,7 +278,7 @@ template <class Kin>
 void Engine<Kin>::body_twist(int b) {
   const auto& leaf = core_.leaf(b);
   const std::span<Point> l = handles_of(b);
-  const int body = body_of_leaf(b);
+  const int body = welded_.body_of_leaf(b);
   typename G::Load P = G::halves(body >= 0 ? P_known_[static_cast<std::size_t>(body)] : group_P_[static_cast<std::size_t>(b)]);
   Vec* load = handle_load_.data() + handle_offset_[static_cast<std::size_t>(b)];  // kept for the second stage
   for (std::size_t h = 0; h < l.size(); ++h) {
@@ -335,7 +335,7 @@ void Engine<Kin>::joint_velocity(int k, Eigen::Ref<Eigen::VectorXd> v) const {
 template <class Kin>
 typename Engine<Kin>::Vec Engine<Kin>::tree_load(const Incidence& x, int b) const {
   Vec L = x.sign * Hp_[static_cast<std::size_t>(x.k)];
-  if (x.handle >= 0) L += handle_load_[static_cast<std::size_t>(handle_offset_[static_cast<std::size_t>(leaf_of_body(b))] + x.handle)];
+  if (x.handle >= 0) L += handle_load_[static_cast<std::size_t>(handle_offset_[static_cast<std::size_t>(welded_.leaf_of(b))] + x.handle)];
   return L;
 }
 
@@ -343,7 +343,7 @@ template <class Kin>
 typename Engine<Kin>::Point Engine<Kin>::tree_force(const Incidence& x, int b) const {
   Point f = x.sign * Hp_[static_cast<std::size_t>(x.k)].template head<Point::RowsAtCompileTime>();
   if (x.handle >= 0)
-    f += handle_load_[static_cast<std::size_t>(handle_offset_[static_cast<std::size_t>(leaf_of_body(b))] + x.handle)]
+    f += handle_load_[static_cast<std::size_t>(handle_offset_[static_cast<std::size_t>(welded_.leaf_of(b))] + x.handle)]
              .template head<Point::RowsAtCompileTime>();
   else if (x.handle == kMergedWeld)
     f += x.sign * weld_force_[static_cast<std::size_t>(x.k)];
@@ -374,7 +374,7 @@ void Engine<Kin>::momentum_rates(double t, Eigen::Ref<Eigen::VectorXd> pdot, Sta
   kin_.move(t, V_);
   for (std::size_t i = 0; i < loop_joints_.size(); ++i) {
     const int j = loop_joints_[i];
-    kin_.loop_rate_loads(j, core_.multiplier(core_joint(j)), rate_load_p_[i], rate_load_c_[i]);
+    kin_.loop_rate_loads(j, core_.multiplier(welded_.core_joint(j)), rate_load_p_[i], rate_load_c_[i]);
   }
   parallel_.for_each(model_.body_count(), [&](int b) { momentum_residual(b); });
   // Articulated loads (paper 001 Eqs. 70-76), summed in reverse tree order, and each joint's rate

@@ -100,15 +100,6 @@ class Engine {
   /// side (after the first stage's solve).
   void weld_forces();
   void make_groups(const Topology& topology);
-  /// The core's joints and leaves: the model's joints and bodies, or the joints kept between
-  /// welded groups and the groups.
-  int core_joint(int joint) const { return welded_.any() ? welded_.kept_index(joint) : joint; }
-  int leaf_of_body(int body) const { return welded_.any() ? welded_.of(body) : body; }
-  int body_of_leaf(int leaf) const {
-    if (!welded_.any()) return leaf;
-    const std::span<const int> members = welded_.members(leaf);
-    return members.size() == 1 ? members[0] : -1;
-  }
   void joint_velocity(int k, Eigen::Ref<Eigen::VectorXd> v) const;
   void momentum_residual(int b);
   /// out_k = sum over the bodies i outboard of tree joint k of w_i shifted to o_k. Sums in w:
