@@ -12,6 +12,7 @@ Engine<Kin>::Engine(const Model& model, const Topology& topology, const Assembly
     : model_(model),
       kin_(model, topology, external),
       welded_(Dim == 6 && merge_welds ? jc::WeldedBodies(model, topology) : jc::WeldedBodies()),
+      merged_(welded_.any()),
       contracted_topology_(welded_.any() ? std::optional<Topology>(std::in_place, welded_.contracted(), RankMethod::None)
                                          : std::nullopt),
       contracted_tree_(welded_.any() ? std::optional<AssemblyTree>(std::in_place, welded_.contracted(), *contracted_topology_,
@@ -179,7 +180,7 @@ void Engine<Kin>::velocities(const Eigen::Ref<const Eigen::VectorXd>& q, const E
   kin_.place(q, parallel_, [&](int k) {
     // Rows for a model joint (a virtual root has none, a merged weld none in the core); H p for
     // every tree joint, a floating sub-system's virtual free root included.
-    if (const int j = kin_.joints().tree()[static_cast<std::size_t>(k)].joint; j >= 0 && welded_.core_joint(j) >= 0) joint_rows(j);
+    if (const int j = kin_.joints().tree()[static_cast<std::size_t>(k)].joint; j >= 0 && (!merged_ || welded_.core_joint(j) >= 0)) joint_rows(j);
     joint_momentum(k);
   });
   mark(timer, 0);
@@ -191,7 +192,7 @@ void Engine<Kin>::velocities(const Eigen::Ref<const Eigen::VectorXd>& q, const E
   core_.connect_base(rows_);
   mark(timer, 3);
   core_.disassemble(rows_, parallel_, [&](int b) { body_twist(b); });
-  if (welded_.any()) weld_forces();
+  if (merged_) weld_forces();
   mark(timer, 4);
   parallel_.for_each(static_cast<int>(kin_.joints().tree().size()), [&](int k) { joint_velocity(k, v); });
   mark(timer, 5);
@@ -212,7 +213,7 @@ void Engine<Kin>::known_momentum(int b) {
   typename G::Load P;
   for (const Incidence& x : incidences_of(b)) G::add_shifted_load(P, x.sign, Hp_[static_cast<std::size_t>(x.k)], kin_.tree_point(x.k) - r);
   G::store(P, P_known_[static_cast<std::size_t>(b)]);
-  if (welded_.any()) return;  // the leaves' arms: group_coefficients
+  if (merged_) return;  // the leaves' arms: group_coefficients
   const std::span<Point> l = handles_of(b);
   const int* joint = handle_joint_.data() + handle_offset_[static_cast<std::size_t>(b)];
   for (std::size_t h = 0; h < l.size(); ++h) l[h] = handle_point(joint[h]) - r;
@@ -223,7 +224,7 @@ void Engine<Kin>::known_momentum(int b) {
 template <class Kin>
 void Engine<Kin>::joint_rows(int j) {
   const int k = kin_.tree_index(j);
-  Rows& rows = rows_[static_cast<std::size_t>(welded_.core_joint(j))];
+  Rows& rows = rows_[static_cast<std::size_t>(merged_ ? welded_.core_joint(j) : j)];
   if (k < 0) {
     rows = kin_.loop_rows(j);
     return;
@@ -237,13 +238,19 @@ void Engine<Kin>::joint_rows(int j) {
 /// Eqs. 13-18), of a body or a welded group.
 template <class Kin>
 void Engine<Kin>::leaf_coefficients(int b) {
+  if (!merged_) return leaf_in(b, kin_.inverse_inertia(b), P_known_[static_cast<std::size_t>(b)]);
+  group_coefficients(b);
+  const int body = welded_.body_of_leaf(b);
+  if (body >= 0) return leaf_in(b, kin_.inverse_inertia(body), P_known_[static_cast<std::size_t>(body)]);
+  leaf_in(b, group_inverse_inertia_[static_cast<std::size_t>(b)], group_P_[static_cast<std::size_t>(b)]);
+}
+
+template <class Kin>
+[[gnu::always_inline]] inline void Engine<Kin>::leaf_in(int b, const typename G::InverseInertia& Mi, const Vec& P) {
   auto& leaf = core_.leaf(b);
   const std::span<Point> l = handles_of(b);
-  if (welded_.any()) group_coefficients(b);
-  const int body = welded_.body_of_leaf(b);
-  const auto& Mi = body >= 0 ? kin_.inverse_inertia(body) : group_inverse_inertia_[static_cast<std::size_t>(b)];
   G::mobility(Mi, l, rows_, leaf);
-  const Vec V0 = G::apply(Mi, body >= 0 ? P_known_[static_cast<std::size_t>(body)] : group_P_[static_cast<std::size_t>(b)]);
+  const Vec V0 = G::apply(Mi, P);
   for (std::size_t h = 0; h < l.size(); ++h) core_.set_leaf_bias(leaf, static_cast<int>(h), G::shift_twist(V0, l[h]), rows_);
 }
 
@@ -276,22 +283,25 @@ void Engine<Kin>::group_coefficients(int g) {
 /// V = M^-1 (P + sum_h S(l_h) T_h); a welded group's members' twists from its.
 template <class Kin>
 void Engine<Kin>::body_twist(int b) {
+  if (!merged_) return leaf_twist(b, kin_.inverse_inertia(b), P_known_[static_cast<std::size_t>(b)], V_[static_cast<std::size_t>(b)]);
+  if (const int body = welded_.body_of_leaf(b); body >= 0)
+    return leaf_twist(b, kin_.inverse_inertia(body), P_known_[static_cast<std::size_t>(body)], V_[static_cast<std::size_t>(body)]);
+  Vec V;
+  leaf_twist(b, group_inverse_inertia_[static_cast<std::size_t>(b)], group_P_[static_cast<std::size_t>(b)], V);
+  for (int m : welded_.members(b)) V_[static_cast<std::size_t>(m)] = G::shift_twist(V, kin_.com(m) - group_com_[static_cast<std::size_t>(b)]);
+}
+
+template <class Kin>
+[[gnu::always_inline]] inline void Engine<Kin>::leaf_twist(int b, const typename G::InverseInertia& Mi, const Vec& P_known, Vec& V) {
   const auto& leaf = core_.leaf(b);
   const std::span<Point> l = handles_of(b);
-  const int body = welded_.body_of_leaf(b);
-  typename G::Load P = G::halves(body >= 0 ? P_known_[static_cast<std::size_t>(body)] : group_P_[static_cast<std::size_t>(b)]);
+  typename G::Load P = G::halves(P_known);
   Vec* load = handle_load_.data() + handle_offset_[static_cast<std::size_t>(b)];  // kept for the second stage
   for (std::size_t h = 0; h < l.size(); ++h) {
     core_.load_into(leaf, static_cast<int>(h), rows_, load[h]);
     G::add_shifted_load(P, load[h], l[h]);
   }
-  if (body >= 0) {
-    G::apply(kin_.inverse_inertia(body), P, V_[static_cast<std::size_t>(body)]);
-    return;
-  }
-  Vec V;
-  G::apply(group_inverse_inertia_[static_cast<std::size_t>(b)], P, V);
-  for (int m : welded_.members(b)) V_[static_cast<std::size_t>(m)] = G::shift_twist(V, kin_.com(m) - group_com_[static_cast<std::size_t>(b)]);
+  G::apply(Mi, P, V);
 }
 
 /// A merged weld's force on its tree child: what the bodies on the child's side need beyond their
@@ -335,15 +345,15 @@ void Engine<Kin>::joint_velocity(int k, Eigen::Ref<Eigen::VectorXd> v) const {
 template <class Kin>
 typename Engine<Kin>::Vec Engine<Kin>::tree_load(const Incidence& x, int b) const {
   Vec L = x.sign * Hp_[static_cast<std::size_t>(x.k)];
-  if (x.handle >= 0) L += handle_load_[static_cast<std::size_t>(handle_offset_[static_cast<std::size_t>(welded_.leaf_of(b))] + x.handle)];
+  if (x.handle >= 0) L += handle_load_[static_cast<std::size_t>(handle_offset_[static_cast<std::size_t>(merged_ ? welded_.leaf_of(b) : b)] + x.handle)];
   return L;
 }
 
 template <class Kin>
-typename Engine<Kin>::Point Engine<Kin>::tree_force(const Incidence& x, int b) const {
+[[gnu::always_inline]] inline typename Engine<Kin>::Point Engine<Kin>::tree_force(const Incidence& x, int b) const {
   Point f = x.sign * Hp_[static_cast<std::size_t>(x.k)].template head<Point::RowsAtCompileTime>();
   if (x.handle >= 0)
-    f += handle_load_[static_cast<std::size_t>(handle_offset_[static_cast<std::size_t>(welded_.leaf_of(b))] + x.handle)]
+    f += handle_load_[static_cast<std::size_t>(handle_offset_[static_cast<std::size_t>(merged_ ? welded_.leaf_of(b) : b)] + x.handle)]
              .template head<Point::RowsAtCompileTime>();
   else if (x.handle == kMergedWeld)
     f += x.sign * weld_force_[static_cast<std::size_t>(x.k)];

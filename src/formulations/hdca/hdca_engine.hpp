@@ -93,9 +93,13 @@ class Engine {
   void known_momentum(int b);
   void joint_rows(int j);
   void leaf_coefficients(int b);
+  /// A leaf's coefficients from its M^-1 and known momentum P (a body's or a welded group's).
+  void leaf_in(int b, const typename G::InverseInertia& Mi, const Vec& P);
   /// A welded group's centre of mass, inverse inertia and known momentum, and its handles' arms.
   void group_coefficients(int g);
   void body_twist(int b);
+  /// A leaf's twist V = M^-1 (P + sum_h S(l_h) T_h), its handles' loads T_h kept.
+  void leaf_twist(int b, const typename G::InverseInertia& Mi, const Vec& P_known, Vec& V);
   /// The force of each merged weld on its tree child, from the momenta of the bodies on the child's
   /// side (after the first stage's solve).
   void weld_forces();
@@ -124,6 +128,7 @@ class Engine {
   const Model& model_;
   Kin kin_;
   jc::WeldedBodies welded_;                       // in space only
+  const bool merged_;                             // welded_.any(), read where every body passes
   std::optional<Topology> contracted_topology_;  // the welded groups' graph and tree, where any
   std::optional<AssemblyTree> contracted_tree_;
   dc::HandleTree<S, Dim> core_;
