@@ -20,13 +20,15 @@ Placement across(const Joint& weld) {
 
 }  // namespace
 
-WeldedBodies::WeldedBodies(const Model& model, const Topology& topology) {
+WeldedBodies::WeldedBodies(const Model& model, const Topology& topology, bool merge)
+    : body_count_(model.body_count()), joint_count_(model.joint_count()) {
+  if (!merge) return;
   const auto n = static_cast<std::size_t>(model.body_count());
   std::vector<int> root(n);
   std::vector<Placement> in_root(n);  // each body in its composite root's frame
   for (std::size_t b = 0; b < n; ++b) root[b] = static_cast<int>(b);
   std::vector<char> merged(model.joints.size(), 0);
-  std::vector<int> welds;
+  std::vector<Weld> welds;
   for (int j : topology.tree_joints()) {  // ground side first: a weld's tree parent is placed before its child
     const Joint& joint = model.joints[static_cast<std::size_t>(j)];
     if (joint.type != JointType::Fixed) continue;
@@ -41,7 +43,7 @@ WeldedBodies::WeldedBodies(const Model& model, const Topology& topology) {
       in_root[c] = in_root[p].then(downward ? across(joint) : across(joint).inverse());
     }
     merged[static_cast<std::size_t>(j)] = 1;
-    welds.push_back(j);
+    welds.push_back({j, parent, child});
   }
   if (welds.empty()) return;
 
@@ -114,6 +116,16 @@ WeldedBodies::WeldedBodies(const Model& model, const Topology& topology) {
   contracted_ = std::move(contracted);
 }
 
+std::vector<int> WeldedBodies::root_tree_joints(const JointSpace& joints) const {
+  std::vector<int> placing(static_cast<std::size_t>(count()), -1);
+  if (!any()) return placing;
+  for (std::size_t k = 0; k < joints.tree().size(); ++k) {
+    const int child = joints.tree()[k].child, g = of(child);
+    if (g != kGround && root(g) == child) placing[static_cast<std::size_t>(g)] = static_cast<int>(k);
+  }
+  return placing;
+}
+
 std::vector<dc::JointSides> WeldedBodies::core_sides(const std::vector<dc::JointSides>& sides) const {
   if (!any()) return sides;
   std::vector<dc::JointSides> kept;
@@ -125,6 +137,12 @@ std::vector<dc::JointSides> WeldedBodies::core_sides(const std::vector<dc::Joint
     kept.push_back(s);
   }
   return kept;
+}
+
+WeldedTree::WeldedTree(const WeldedBodies& welded, const AssemblyTree& model_tree, int threads) : model_tree_(model_tree) {
+  if (!welded.any()) return;
+  topology_.emplace(welded.contracted(), RankMethod::None);
+  tree_.emplace(welded.contracted(), *topology_, threads);
 }
 
 }  // namespace treedyn::jc

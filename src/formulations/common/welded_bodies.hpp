@@ -10,11 +10,13 @@
 // motion (AccelerationSolver).
 #pragma once
 
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "kinematics/principal_inertia.hpp"
 #include "treedyn/dc_core.hpp"
+#include "treedyn/joint_space.hpp"
 #include "treedyn/model.hpp"
 #include "treedyn/topology.hpp"
 
@@ -27,10 +29,9 @@ class WeldedBodies {
   /// bodies welded to ground (and the bodies welded to those) are static and leave the solve.
   /// Merges nothing if a kept joint would join a group to itself or ground to ground (a loop
   /// closed across welded bodies) or have a static child, or if every body is static, so that the
-  /// contracted model is always one the tree builder and the core take.
-  WeldedBodies(const Model& model, const Topology& topology);
-  /// Merges nothing.
-  WeldedBodies() = default;
+  /// contracted model is always one the tree builder and the core take. `merge` false: merges
+  /// nothing (to test that merging changes nothing beyond round-off).
+  WeldedBodies(const Model& model, const Topology& topology, bool merge = true);
 
   /// Whether any weld is merged; if not, every body is its own composite and nothing below is
   /// needed.
@@ -49,6 +50,9 @@ class WeldedBodies {
     const std::span<const int> m = members(leaf);
     return m.size() == 1 ? m[0] : -1;
   }
+  /// How many leaves and joints the core has.
+  int leaf_count() const { return any() ? count() : body_count_; }
+  int core_joint_count() const { return any() ? static_cast<int>(kept_.size()) : joint_count_; }
   /// A model joint's index among the core's joints (-1 for a merged weld), and back.
   int core_joint(int joint) const { return any() ? kept_index(joint) : joint; }
   int model_joint(int core_joint) const { return any() ? kept_[static_cast<std::size_t>(core_joint)] : core_joint; }
@@ -76,14 +80,37 @@ class WeldedBodies {
   /// The core's joint sides from the model joints' `sides`: those of the kept joints, with groups
   /// (kGround: static bodies) as their bodies; `sides` themselves where nothing is merged.
   std::vector<dc::JointSides> core_sides(const std::vector<dc::JointSides>& sides) const;
+  /// A merged weld: its model joint and its two bodies as the spanning tree orders them (parent
+  /// kGround for a weld to ground).
+  struct Weld {
+    int joint, parent, child;
+  };
   /// The merged welds, each after the welds below it (children before parents).
-  const std::vector<int>& welds() const { return welds_; }
+  const std::vector<Weld>& welds() const { return welds_; }
+  /// Per group, the tree joint of `joints` (the model's joint space) that places its root: its
+  /// rotation matrix is the group's after forward kinematics (none where nothing is merged).
+  std::vector<int> root_tree_joints(const JointSpace& joints) const;
 
  private:
-  std::vector<int> of_, root_, member_offset_, members_, kept_, kept_index_, welds_, static_;
+  int body_count_ = 0, joint_count_ = 0;  // the model's
+  std::vector<int> of_, root_, member_offset_, members_, kept_, kept_index_, static_;
+  std::vector<Weld> welds_;
   std::vector<Vec3> centre_;
   std::vector<PrincipalInertia> inertia_;
   Model contracted_;
+};
+
+/// The tree the core runs on: the welded groups' own assembly tree (on their graph, for `threads`
+/// threads) where any weld is merged, the model's otherwise. Refers to `model_tree`.
+class WeldedTree {
+ public:
+  WeldedTree(const WeldedBodies& welded, const AssemblyTree& model_tree, int threads);
+  const AssemblyTree& tree() const { return tree_ ? *tree_ : model_tree_; }
+
+ private:
+  std::optional<Topology> topology_;
+  std::optional<AssemblyTree> tree_;
+  const AssemblyTree& model_tree_;
 };
 
 }  // namespace treedyn::jc

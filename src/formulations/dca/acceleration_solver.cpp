@@ -15,17 +15,14 @@ AccelerationSolver::AccelerationSolver(const Model& model, const Topology& topol
       own_joints_(borrowed.joints ? std::nullopt : std::optional<JointSpace>(std::in_place, model, topology_)),
       joints_(borrowed.joints ? *borrowed.joints : *own_joints_),
       layout_(make_layout(model, joints_)),
-      welded_(borrowed.merge_welds ? WeldedBodies(model, topology) : WeldedBodies()),
-      contracted_topology_(welded_.any() ? std::optional<Topology>(std::in_place, welded_.contracted(), RankMethod::None)
-                                         : std::nullopt),
-      contracted_tree_(welded_.any() ? std::optional<AssemblyTree>(std::in_place, welded_.contracted(), *contracted_topology_,
-                                                                   threading.threads)
-                                     : std::nullopt),
+      welded_(model, topology, borrowed.merge_welds),
+      core_tree_(welded_, tree, threading.threads),
       core_sides_(welded_.core_sides(layout_.sides)),
+      root_joint_(welded_.root_tree_joints(joints_)),
       own_core_(borrowed.core &&
-                        borrowed.core->made_as(core_tree(), core_sides_, InverseMethod::Cholesky, dc::LeafBlocks::InRows, dc::BiasPasses::Never)
+                        borrowed.core->made_as(core_tree_.tree(), core_sides_, InverseMethod::Cholesky, dc::LeafBlocks::InRows, dc::BiasPasses::Never)
                     ? std::nullopt
-                    : std::optional<dc::HandleTree<double, 6>>(std::in_place, core_tree(), core_sides_, InverseMethod::Cholesky,
+                    : std::optional<dc::HandleTree<double, 6>>(std::in_place, core_tree_.tree(), core_sides_, InverseMethod::Cholesky,
                                                                dc::LeafBlocks::InRows, dc::BiasPasses::Never)),
       core_(own_core_ ? *own_core_ : *borrowed.core),
       loads_(model, external),
@@ -33,11 +30,11 @@ AccelerationSolver::AccelerationSolver(const Model& model, const Topology& topol
       baumgarte_alpha_(baumgarte_alpha),
       baumgarte_beta_(baumgarte_beta),
       motion_(borrowed.motions ? *borrowed.motions : own_motion_),
-      rows_(static_cast<std::size_t>(core_joints())),
+      rows_(static_cast<std::size_t>(welded_.core_joint_count())),
       wrenches_(model.bodies.size()),
       group_wrenches_(static_cast<std::size_t>(welded_.count())),
       group_centres_(static_cast<std::size_t>(welded_.count())),
-      J_inverse_(static_cast<std::size_t>(welded_.any() ? welded_.count() : model.body_count())),
+      J_inverse_(static_cast<std::size_t>(welded_.leaf_count())),
       own_inertia_(borrowed.inertia ? std::vector<PrincipalInertia>() : principal_inertias(model)),
       inertia_(borrowed.inertia ? *borrowed.inertia : own_inertia_),
       handle_offset_(J_inverse_.size() + 1, 0) {
@@ -62,7 +59,7 @@ void AccelerationSolver::evaluate(double t, const Eigen::Ref<const Eigen::Vector
   loads_.evaluate(t, bodies, wrenches_);
   handle_points(model_, layout_, motion_, bodies, points_);
   mark(timer, 0);
-  parallel_.for_each(core_joints(), [&](int j) { joint_rows(j, bodies); });
+  parallel_.for_each(welded_.core_joint_count(), [&](int j) { joint_rows(j, bodies); });
   mark(timer, 1);
   core_.assemble(rows_, parallel_, [&](int b) { leaf_coefficients(b, bodies); });
   mark(timer, 2);
@@ -145,7 +142,7 @@ void AccelerationSolver::leaf_coefficients(int b, const SystemState& bodies) {
 /// to r, less [0; w x (J w)].
 void AccelerationSolver::composite_state(int c, const SystemState& bodies, Vec3& r, Vec3& w, Mat3& J_inverse, Vec6& F_e) {
   const BodyState& root = bodies[static_cast<std::size_t>(welded_.root(c))];
-  const Mat3 A = root.q.toRotationMatrix();
+  const Mat3& A = motion_.child_rotation(root_joint_[static_cast<std::size_t>(c)]);  // placed by forward kinematics
   const PrincipalInertia& J = welded_.inertia(c);
   const Mat3 axes = J.axes(A);
   r = root.r + A * welded_.centre(c);
@@ -209,7 +206,7 @@ void AccelerationSolver::joint_acceleration(int k, const SystemState& bodies) {
 
 void AccelerationSolver::reactions(const SystemState& bodies, std::vector<JointReaction>& out) const {
   out.assign(model_.joints.size(), JointReaction{});
-  for (int jc = 0; jc < core_joints(); ++jc) {
+  for (int jc = 0; jc < welded_.core_joint_count(); ++jc) {
     const auto j = static_cast<std::size_t>(welded_.model_joint(jc));
     const Joint& joint = model_.joints[j];
     const dc::JointSides& sides = core_.sides(jc);
@@ -251,16 +248,14 @@ void AccelerationSolver::weld_reactions(const SystemState& bodies, std::vector<J
     if (welded_.members(c).size() > 1)
       for (int b : welded_.members(c)) own_sum(b, c);
   for (int b : welded_.static_bodies()) own_sum(b, kGround);
-  for (int w : welded_.welds()) {  // the lowest first: a side's sum is whole when its weld is reached
-    const Joint& joint = model_.joints[static_cast<std::size_t>(w)];
-    const bool downward = topology_.tree_joint_of(joint.child) == w;
-    const int child_side = downward ? joint.child : joint.parent, parent_side = downward ? joint.parent : joint.child;
-    const Vec6 side = weld_sums_[static_cast<std::size_t>(child_side)];
-    if (parent_side != kGround) weld_sums_[static_cast<std::size_t>(parent_side)] += side;
-    const Vec6 on_child = downward ? side : Vec6(-side);
+  for (const WeldedBodies::Weld& w : welded_.welds()) {  // the lowest first: a side's sum is whole when its weld is reached
+    const Joint& joint = model_.joints[static_cast<std::size_t>(w.joint)];
+    const Vec6 side = weld_sums_[static_cast<std::size_t>(w.child)];
+    if (w.parent != kGround) weld_sums_[static_cast<std::size_t>(w.parent)] += side;
+    const Vec6 on_child = w.child == joint.child ? side : Vec6(-side);  // on the model's child
     const BodyState& C = bodies[static_cast<std::size_t>(joint.child)];
     const Vec3 origin = C.r + C.q * joint.child_frame.origin;  // report about the child's joint frame
-    out[static_cast<std::size_t>(w)] = {on_child.head<3>(), on_child.tail<3>() - origin.cross(on_child.head<3>())};
+    out[static_cast<std::size_t>(w.joint)] = {on_child.head<3>(), on_child.tail<3>() - origin.cross(on_child.head<3>())};
   }
 }
 

@@ -79,10 +79,6 @@ class AccelerationSolver {
                   SystemState& out);
 
  private:
-  /// The core's joint count: the model's, or the joints kept between welded groups.
-  int core_joints() const { return welded_.any() ? static_cast<int>(welded_.kept_joints().size()) : model_.joint_count(); }
-  const AssemblyTree& core_tree() const { return contracted_tree_ ? *contracted_tree_ : tree_; }
-
   void joint_rows(int j, const SystemState& bodies);
   void leaf_coefficients(int b, const SystemState& bodies);
   /// The centre of mass, angular velocity and F_e of leaf b's welded group (welded_.any()).
@@ -99,9 +95,9 @@ class AccelerationSolver {
   const JointSpace& joints_;
   JointLayout layout_;
   WeldedBodies welded_;
-  std::optional<Topology> contracted_topology_;  // the welded groups' graph and tree, where any
-  std::optional<AssemblyTree> contracted_tree_;
+  WeldedTree core_tree_;
   std::vector<dc::JointSides> core_sides_;  // per core joint
+  std::vector<int> root_joint_;             // per welded group: the tree joint that places its root
   std::optional<dc::HandleTree<double, 6>> own_core_;  // unless it runs on another's
   dc::HandleTree<double, 6>& core_;
   AppliedLoads loads_;

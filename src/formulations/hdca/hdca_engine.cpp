@@ -11,20 +11,16 @@ Engine<Kin>::Engine(const Model& model, const Topology& topology, const Assembly
                     const Threading& threading, InverseMethod inverse, bool merge_welds)
     : model_(model),
       kin_(model, topology, external),
-      welded_(Dim == 6 && merge_welds ? jc::WeldedBodies(model, topology) : jc::WeldedBodies()),
+      welded_(model, topology, Dim == 6 && merge_welds),
       merged_(welded_.any()),
-      contracted_topology_(welded_.any() ? std::optional<Topology>(std::in_place, welded_.contracted(), RankMethod::None)
-                                         : std::nullopt),
-      contracted_tree_(welded_.any() ? std::optional<AssemblyTree>(std::in_place, welded_.contracted(), *contracted_topology_,
-                                                                   threading.threads)
-                                     : std::nullopt),
-      core_(contracted_tree_ ? *contracted_tree_ : tree, welded_.core_sides(kin_.sides()), inverse, dc::LeafBlocks::InRows,
+      core_tree_(welded_, tree, threading.threads),
+      core_(core_tree_.tree(), welded_.core_sides(kin_.sides()), inverse, dc::LeafBlocks::InRows,
             dc::BiasPasses::Never),  // full passes only
       parallel_(threading),
       loop_joints_(topology.loop_joints()),
       child_handle_(kin_.joints().tree().size(), -1),
-      handle_offset_(static_cast<std::size_t>(welded_.any() ? welded_.count() : model.body_count()) + 1, 0),
-      rows_(welded_.any() ? welded_.kept_joints().size() : model.joints.size()),
+      handle_offset_(static_cast<std::size_t>(welded_.leaf_count()) + 1, 0),
+      rows_(static_cast<std::size_t>(welded_.core_joint_count())),
       p_(Eigen::Matrix<S, Eigen::Dynamic, 1>::Zero(kin_.joints().nv())),
       P_known_(model.bodies.size(), Vec::Zero()),
       V_(model.bodies.size(), Vec::Zero()),
@@ -66,9 +62,9 @@ Engine<Kin>::Engine(const Model& model, const Topology& topology, const Assembly
   handle_joint_.reserve(handle_l_.size());
   for (int b = 0; b < leaves; ++b)
     for (const int j : core_.leaf(b).handles())
-      handle_joint_.push_back(welded_.any() ? welded_.kept_joints()[static_cast<std::size_t>(j)] : j);
+      handle_joint_.push_back(welded_.model_joint(j));
   handle_load_.assign(static_cast<std::size_t>(handle_offset_.back()), Vec::Zero());
-  if (welded_.any()) make_groups(topology);
+  if (merged_) make_groups(topology);
 }
 
 /// The welded groups' set-up: the tree joint that places each group's root, and each member's
@@ -79,12 +75,7 @@ void Engine<Kin>::make_groups(const Topology& topology) {
   group_com_.assign(groups, Point::Zero());
   group_inverse_inertia_.resize(groups);
   group_P_.assign(groups, Vec::Zero());
-  root_joint_.assign(groups, -1);
-  const auto& tree_joints = kin_.joints().tree();
-  for (std::size_t k = 0; k < tree_joints.size(); ++k) {
-    const int g = welded_.of(tree_joints[k].child);
-    if (g != kGround && welded_.root(g) == tree_joints[k].child) root_joint_[static_cast<std::size_t>(g)] = static_cast<int>(k);
-  }
+  root_joint_ = welded_.root_tree_joints(kin_.joints());
   member_slot_offset_.assign(model_.bodies.size() + 1, 0);
   for (int b = 0; b < model_.body_count(); ++b) {
     const int g = welded_.of(b);
@@ -96,7 +87,7 @@ void Engine<Kin>::make_groups(const Topology& topology) {
     member_slot_offset_[static_cast<std::size_t>(b) + 1] = static_cast<int>(member_slots_.size());
   }
   side_force_.assign(model_.bodies.size(), Point::Zero());
-  weld_force_.assign(tree_joints.size(), Point::Zero());
+  weld_force_.assign(kin_.joints().tree().size(), Point::Zero());
 }
 
 /// One array of every body's lists, in the bodies' order and each list's own; offset[b] is where
@@ -321,12 +312,11 @@ void Engine<Kin>::weld_forces() {
           f -= handle_load_[static_cast<std::size_t>(member_slots_[static_cast<std::size_t>(i)])].template head<F>();
         side_force_[bb] = f;
       }
-  for (int w : welded_.welds()) {  // the lowest first
-    const auto k = static_cast<std::size_t>(kin_.tree_index(w));
-    const Link& t = links_[k];
-    if (welded_.of(t.child) == kGround) continue;  // static: nothing moves, nothing reads it
-    weld_force_[k] = side_force_[static_cast<std::size_t>(t.child)];
-    side_force_[static_cast<std::size_t>(t.parent)] += weld_force_[k];
+  for (const jc::WeldedBodies::Weld& w : welded_.welds()) {  // the lowest first
+    if (welded_.of(w.child) == kGround) continue;  // static: nothing moves, nothing reads it
+    const auto k = static_cast<std::size_t>(kin_.tree_index(w.joint));
+    weld_force_[k] = side_force_[static_cast<std::size_t>(w.child)];
+    side_force_[static_cast<std::size_t>(w.parent)] += weld_force_[k];
   }
 }
 

@@ -129,8 +129,7 @@ class Engine {
   Kin kin_;
   jc::WeldedBodies welded_;                       // in space only
   const bool merged_;                             // welded_.any(), read where every body passes
-  std::optional<Topology> contracted_topology_;  // the welded groups' graph and tree, where any
-  std::optional<AssemblyTree> contracted_tree_;
+  jc::WeldedTree core_tree_;
   dc::HandleTree<S, Dim> core_;
   Parallel parallel_;
   // Each body's tree joints and loop ends, body after body (one array each, not a heap block a
