@@ -551,6 +551,19 @@ class HandleTree {
       assert(shared_at != nullptr);
       return shared_at->f;
     }
+    /// A SharedBlockDiagonal leaf's K = diag(k I, K_w) (Dim 6), as its formulation set it.
+    const SharedLeafDiagonalK& shared_diagonal() const {
+      assert(shared_at != nullptr && k_diagonal);
+      return *static_cast<const SharedLeafDiagonalK*>(shared_at);
+    }
+    /// ... and its response to its loads, K f = [k f_v; K_w f_w].
+    Vec shared_diagonal_response() const {
+      const SharedLeafDiagonalK& leaf = shared_diagonal();
+      Vec y;
+      y.template head<3>() = leaf.k * leaf.f.template head<3>();
+      y.template tail<3>().noalias() = leaf.K_w * leaf.f.template tail<3>();
+      return y;
+    }
 
    private:
     static std::size_t count(int k) { return static_cast<std::size_t>(k); }

@@ -76,26 +76,59 @@ TEST(EulerBody, TwistSpaceMapsAreTAndItsTranspose) {
   }
 }
 
-// Eq. 23's tangent in closed form: K = (h^2/4) (M + (h^2/4) alpha p p')^-1 against a dense 7 x 7
-// inverse, and T K T' = (h^2/4) diag(I/m, A J^-1 A') with A = A(p).
+// Eq. 23's tangent in closed form: K x = (h^2/4) (M + (h^2/4) alpha p p')^-1 x against a dense
+// 7 x 7 inverse, and T K T' = (h^2/4) diag(I/m, A J^-1 A') with A = A(p).
 TEST(EulerBody, ClosedFormTangentIsTheInverseOfEq23) {
   std::mt19937 rng(3);
   const double s = 0.25 * 0.01 * 0.01, alpha = 1e6;
   for (int k = 0; k < 20; ++k) {
     const RandomBody b = random_body(rng);
     const Mat3 A = quaternion<double>(b.p).toRotationMatrix();
-    BlockTangent blocks;
-    const Mat6 K_twist = closed_form_tangent(b.m, b.J.inverse(), A, b.p, s, alpha, blocks).full();
-    const Mat7 K = blocks.full();
-    const Vec7 x = Vec7::Random();
-    EXPECT_LT((blocks.times(x) - K * x).norm(), 1e-15 * (K * x).norm());  // the 7 x 7's zeros left out
+    const Mat3 J_inverse = b.J.inverse();
+    const TwistTangent blocks = closed_form_tangent(b.m, J_inverse, A, s);
+    const Mat6 K_twist = blocks.full();
+    Mat7 K;  // column by column, from K e_c
+    for (int c = 0; c < 7; ++c) K.col(c) = closed_form_tangent_times(blocks.k, blocks.K_w, b.p, alpha, Vec7::Unit(c));
     Mat7 M_cc = mass_matrix(b.m, b.J, b.p);
     M_cc.bottomRightCorner<4, 4>() += s * alpha * b.p * b.p.transpose();
     const Mat7 expected = s * M_cc.fullPivLu().inverse();
-    EXPECT_LT((K - expected).norm(), 1e-9 * expected.norm());
+    EXPECT_LT((K - expected).norm(), 1e-9 * expected.norm());  // the LU's round-off: M_cc's condition is about s alpha / 4 J
+    const Vec7 x = random7(rng);
+    EXPECT_LT((closed_form_tangent_times(blocks.k, blocks.K_w, b.p, alpha, x) - K * x).norm(), 1e-15 * (K * x).norm());
+    // the product is the same as with the 4 x 4 block formed first (as the tangent was held until session 44)
+    Mat7 K_formed = Mat7::Zero();
+    K_formed.topLeftCorner<3, 3>().diagonal().setConstant(s / b.m);
+    K_formed.bottomRightCorner<4, 4>() = s * euler_block_inverse<double>(J_inverse, b.p, s * alpha);
+    EXPECT_LT((K - K_formed).norm(), 1e-13 * K_formed.norm());
     const auto T = T_of(b.p);
     EXPECT_LT((K_twist - T * K * T.transpose()).norm(), 1e-12 * K_twist.norm());
-    EXPECT_LT((K_twist.bottomRightCorner<3, 3>() - s * A * b.J.inverse() * A.transpose()).norm(), 1e-12 * K_twist.norm());
+    EXPECT_LT((K_twist.bottomRightCorner<3, 3>() - s * A * J_inverse * A.transpose()).norm(), 1e-12 * K_twist.norm());
+  }
+}
+
+// A leaf's x = b + K T' f: K T' f mapped back from the tree's twist-space response T K T' f,
+// also at Euler parameters off the unit sphere (Newton's iterates, which the penalty keeps near it).
+TEST(EulerBody, ClosedFormResponseIsKTimesTheLoadsInTheSevenCoordinates) {
+  std::mt19937 rng(6);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  const double s = 0.25 * 0.01 * 0.01, alpha = 1e9;
+  for (int k = 0; k < 20; ++k) {
+    RandomBody b = random_body(rng);
+    b.p *= 1.0 + 0.05 * u(rng);
+    const Mat3 A = quaternion<double>(Vec4(b.p.normalized())).toRotationMatrix();
+    const Mat3 J_inverse = b.J.inverse();
+    const TwistTangent blocks = closed_form_tangent(b.m, J_inverse, A, s);
+    const Mat6 K_twist = blocks.full();
+    Vec6 f;
+    for (int i = 0; i < 6; ++i) f(i) = u(rng);
+    // K T' f with K_p formed as the tangent was held until session 44
+    Mat7 K = Mat7::Zero();
+    K.topLeftCorner<3, 3>().diagonal().setConstant(s / b.m);
+    K.bottomRightCorner<4, 4>() = s * euler_block_inverse<double>(J_inverse, b.p, s * alpha);
+    const Vec7 expected = K * in_q(f, b.p);
+    EXPECT_LT((closed_form_tangent_times(blocks.k, blocks.K_w, b.p, alpha, in_q(f, b.p)) - expected).norm(),
+              1e-13 * expected.norm()) << "trial " << k;
+    EXPECT_LT((closed_form_response(K_twist * f, b.p) - expected).norm(), 1e-13 * expected.norm()) << "trial " << k;
   }
 }
 
@@ -122,9 +155,15 @@ TEST(EulerBody, TrapezoidalRatesSatisfyTheRuleExactly) {
   std::mt19937 rng(5);
   const Vec7 q_bar = random7(rng), qd_bar = random7(rng), qdd_bar = random7(rng), q = random7(rng);
   const double h = 0.01;
+  TrapezoidalRule rule;
+  rule.start(q_bar, qd_bar, qdd_bar, h);
   Vec7 qd, qdd;
-  trapezoidal_rates(q, q_bar, qd_bar, qdd_bar, h, qd, qdd);
-  // q = q_bar + h/2 (qd_bar + qd) and qd = qd_bar + h/2 (qdd_bar + qdd) (the trapezoidal rule)
+  rule.rates(q, h, qd, qdd);
+  // q = q_bar + h/2 (qd_bar + qd) and qd = qd_bar + h/2 (qdd_bar + qdd) (the trapezoidal rule);
+  // qd carries the round-off of 2/h q (2e2 here), qdd that of 4/h^2 q (4e4)
   EXPECT_LT((q - (q_bar + 0.5 * h * (qd_bar + qd))).norm(), 1e-12);
   EXPECT_LT((qd - (qd_bar + 0.5 * h * (qdd_bar + qdd))).norm(), 1e-10);
+  // and the differences' form, 2/h (q - q_bar) - qd_bar and 4/h^2 (q - q_bar) - 4/h qd_bar - qdd_bar
+  EXPECT_LT((qd - (2.0 / h * (q - q_bar) - qd_bar)).norm(), 1e-12);
+  EXPECT_LT((qdd - (4.0 / (h * h) * (q - q_bar) - 4.0 / h * qd_bar - qdd_bar)).norm(), 1e-10);
 }

@@ -33,10 +33,10 @@ using Rows = dc::JointRows<double, 6>;
 /// the projections).
 struct BodyData {
   Vec7 q, qd, qdd;               // current iterate (Eqs. 15-16 keep qd, qdd tied to q)
-  Vec7 q_bar, qd_bar, qdd_bar;   // at the start of the step
+  TrapezoidalRule rule;          // qd_hat and qdd_hat of Eqs. 15-16, from the step's start
   double mu = 0.0;               // normalisation multiplier
-  BlockTangent K;                // (h^2/4) M_cc^-1 of the last full pass (K_full_ with geometric stiffness)
-  Vec4 p_tangent = Vec4::Zero(); // the Euler parameters it was built at: T = diag(I, 2 E(p_tangent))
+  Vec4 p_tangent = Vec4::Zero(); // the Euler parameters the tangent K = (h^2/4) M_cc^-1 of the last full pass
+                                 // was built at (K_times; K_full_ with geometric stiffness): T = diag(I, 2 E(p_tangent))
   Vec7 bias = Vec7::Zero();      // the leaf's b in the current pass; a Newton pass writes its
                                  // solution Delta q over it (x = b + K T' f), which the leaf applies
 };
@@ -59,7 +59,6 @@ class Ali3 final : public Formulation {
     default_alpha_ = ali3_penalty(model_, ctx_.topology, options_.dt);
     alpha_chosen_ = options_.alpha == 0.0;
     if (alpha_chosen_) options_.alpha = default_alpha_;
-    for (const Body& b : model_.bodies) inertia_inverse_.push_back(b.inertia.inverse());
     if (options.geometric_stiffness) {
       M_check_.assign(static_cast<std::size_t>(n_), Mat7::Zero());
       K_full_.assign(static_cast<std::size_t>(n_), Mat7::Zero());
@@ -166,9 +165,7 @@ class Ali3 final : public Formulation {
   Vec4 quadratic_velocity(int i, const Vec4& p, const Vec4& pd) const {
     return ali3::quadratic_velocity(model_.bodies[static_cast<std::size_t>(i)].inertia, p, pd);
   }
-  static void trapezoidal_rates(BodyData& b, double h) {
-    ali3::trapezoidal_rates(b.q, b.q_bar, b.qd_bar, b.qdd_bar, h, b.qd, b.qdd);
-  }
+  static void trapezoidal_rates(BodyData& b, double h) { b.rule.rates(b.q, h, b.qd, b.qdd); }
   const BodyData& body(int i) const { return bodies_[static_cast<std::size_t>(i)]; }
 
   // Kinematics ------------------------------------------------------------------------------
@@ -265,11 +262,12 @@ class Ali3 final : public Formulation {
   }
 
 
-  /// K x for body i's held tangent: K is block diagonal (translation, Euler parameters) unless
-  /// geometric stiffness couples them.
+  /// K x for body i's held tangent: K is block diagonal (translation, Euler parameters), applied
+  /// in closed form from its leaf's blocks, unless geometric stiffness couples them.
   Vec7 K_times(int i, const Vec7& x) const {
     if (options_.geometric_stiffness) return K_full_[static_cast<std::size_t>(i)] * x;
-    return body(i).K.times(x);
+    const auto& K = core_->leaf(i).shared_diagonal();
+    return closed_form_tangent_times(K.k, K.K_w, body(i).p_tangent, options_.alpha, x);
   }
 
   /// M_c v at the tangent's positions (the projections, which do not move q): M v (Eq. 7)
@@ -290,11 +288,9 @@ class Ali3 final : public Formulation {
     const double s = 0.25 * h * h;
     const Vec4 p = b.q.tail<4>();
     const Body& model_body = model_.bodies[static_cast<std::size_t>(i)];
-    const Mat3& J_inverse = inertia_inverse_[static_cast<std::size_t>(i)];
     b.p_tangent = p;
     if (!options_.geometric_stiffness) {
-      const TwistTangent K = closed_form_tangent(model_body.mass, J_inverse, state_[static_cast<std::size_t>(i)].q.toRotationMatrix(),
-                                                 p, s, options_.alpha, b.K);
+      const TwistTangent K = closed_form_tangent(model_body.mass, model_body.inertia.inverse(), state_[static_cast<std::size_t>(i)].q.toRotationMatrix(), s);
       leaf.set_shared_k(K.k, K.K_w);
       return;
     }
@@ -354,7 +350,8 @@ class Ali3 final : public Formulation {
   /// The tree works in twist space: with Phi_q = J T, T = diag(I, 2 E(p)) at the tangent's p,
   /// every matrix it eliminates is J (T K T') J' and a body's load Phi_q' lambda = T' (J' lambda).
   /// So a leaf enters with K_twist = T K T' and b_twist = T b, and leaves with x = b + K T' f from
-  /// its twist-space load f: the same solution as in the 7 coordinates, on 6 x 6 matrices.
+  /// its twist-space load f: the same solution as in the 7 coordinates, on 6 x 6 matrices. Without
+  /// geometric stiffness K T' f is the leaf's own response K_twist f mapped back (closed_form_response).
   template <class Bias, class After = void (*)(int)>
   void solve_tree(bool full, double t, double h, Level level, Vec7 BodyData::*out, Bias&& bias_of,
                   After&& after = [](int) {}) {
@@ -369,7 +366,8 @@ class Ali3 final : public Formulation {
     auto leaf_out = [&](int i) {
       auto& node = core_->leaf(i);
       BodyData& b = body(i);
-      b.*out = b.bias + K_times(i, in_q(node.shared_f(), b.p_tangent));
+      b.*out = b.bias + (options_.geometric_stiffness ? K_times(i, in_q(node.shared_f(), b.p_tangent))
+                                                      : closed_form_response(node.shared_diagonal_response(), b.p_tangent));
       after(i);
     };
     auto rows = [&](int j) { joint_rows(j, t, full, level); };
@@ -438,10 +436,8 @@ class Ali3 final : public Formulation {
   void newton(double t, double h) {
     ctx_.parallel.for_each(n_, [&](int i) {  // predictor (Sect. 3.2)
       BodyData& b = body(i);
-      b.q_bar = b.q;
-      b.qd_bar = b.qd;
-      b.qdd_bar = b.qdd;
-      b.q = b.q_bar + h * b.qd_bar + 0.5 * h * h * b.qdd_bar;
+      b.rule.start(b.q, b.qd, b.qdd, h);  // q_bar, qd_bar, qdd_bar: the step's start
+      b.q = b.q + h * b.qd + 0.5 * h * h * b.qdd;
       trapezoidal_rates(b, h);
       update_state(i);
     });
@@ -584,7 +580,6 @@ class Ali3 final : public Formulation {
   std::vector<BodyData> bodies_;
   std::vector<JointBlocks::BlockLoads> block_loads_;  // per block, J' lambda at the Newton pass's iterate (joint_rows)
   std::vector<Vec6> wrenches_;  // applied wrenches; empty until loads other than gravity are evaluated
-  std::vector<Mat3> inertia_inverse_;  // J^-1 per body, for the closed-form tangent
   std::vector<Mat7> M_check_;          // M_c per body of the last full pass, only with geometric stiffness
   std::vector<Mat7> K_full_;           // (h^2/4) M_cc^-1 per body, only with geometric stiffness
   std::vector<double> per_body_;       // a number per body from a parallel loop (increments, checks)

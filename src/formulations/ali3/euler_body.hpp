@@ -73,33 +73,53 @@ inline Mat6 in_twist(const Mat7& K, const Vec4& p) {
 /// Psi = (p'p - 1) / 2 (Eq. 4).
 inline double psi(const Vec4& p) { return 0.5 * (p.squaredNorm() - 1.0); }
 
-/// The trapezoidal rule's rates from the iterate q and the step's start (Eqs. 15-16):
-///   qd = 2/h (q - q_bar) - qd_bar,   qdd = 4/h^2 (q - q_bar) - 4/h qd_bar - qdd_bar.
-inline void trapezoidal_rates(const Vec7& q, const Vec7& q_bar, const Vec7& qd_bar, const Vec7& qdd_bar, double h,
-                              Vec7& qd, Vec7& qdd) {
-  qd = 2.0 / h * (q - q_bar) - qd_bar;
-  qdd = 4.0 / (h * h) * (q - q_bar) - 4.0 / h * qd_bar - qdd_bar;
-}
-
-/// A Newton tangent K of the form diag(k I, K_p): what closed_form_tangent gives, held in its two
-/// blocks (136 bytes where a 7 x 7 takes 392).
-struct BlockTangent {
-  double k = 0.0;            // s / m
-  Mat4 K_p = Mat4::Zero();   // the Euler parameters' block
-  /// K x from the two blocks (the 7 x 7's other entries are zero; within round-off of its product).
-  Vec7 times(const Vec7& x) const {
-    Vec7 out;
-    out.head<3>() = k * x.head<3>();
-    out.tail<4>().noalias() = K_p * x.tail<4>();
-    return out;
+/// The trapezoidal rule's rates as the paper writes them (Eqs. 15-16): affine in the iterate q,
+///   qd = 2/h q + qd_hat,    qd_hat = -(2/h q_bar + qd_bar),
+///   qdd = 4/h^2 q + qdd_hat, qdd_hat = -(4/h^2 q_bar + 4/h qd_bar + qdd_bar),
+/// with qd_hat and qdd_hat made once from the step's start (q_bar, qd_bar, qdd_bar), which then
+/// need not be held through the iteration.
+struct TrapezoidalRule {
+  Vec7 qd_hat = Vec7::Zero(), qdd_hat = Vec7::Zero();
+  /// At the start of a step of h from q_bar, qd_bar, qdd_bar.
+  void start(const Vec7& q_bar, const Vec7& qd_bar, const Vec7& qdd_bar, double h) {
+    qd_hat = -(2.0 / h * q_bar + qd_bar);
+    qdd_hat = -(4.0 / (h * h) * q_bar + 4.0 / h * qd_bar + qdd_bar);
   }
-  Mat7 full() const {
-    Mat7 K = Mat7::Zero();
-    K.topLeftCorner<3, 3>().diagonal().setConstant(k);
-    K.bottomRightCorner<4, 4>() = K_p;
-    return K;
+  void rates(const Vec7& q, double h, Vec7& qd, Vec7& qdd) const {
+    qd = 2.0 / h * q + qd_hat;
+    qdd = 4.0 / (h * h) * q + qdd_hat;
   }
 };
+
+/// K x for the Newton tangent without geometric stiffness (M_c = M, Eq. 23), from its twist-space
+/// blocks T K T' = diag(k I, K_w) (closed_form_tangent; the tree's leaf holds them) at the Euler
+/// parameters p it was built at, n = p'p: K = s M_cc^-1 = diag(s/m I, s K_p) with
+/// K_p = euler_block_inverse(J^-1, p, s alpha) = (1/4) G' J^-1 G / n^2 + p p' / (s alpha n^2), and
+/// since A G = E and K_w = s A J^-1 A',
+///   s K_p x_p = (1/4) E' K_w E x_p / n^2 + p (p' x_p) / (alpha n^2),    E = E(p), G = G(p).
+/// Neither K_p nor J^-1 is held: 208 bytes a body.
+inline Vec7 closed_form_tangent_times(double k, const Mat3& K_w, const Vec4& p, double alpha, const Vec7& x) {
+  const Vec4 x_p = x.tail<4>();
+  const double n = p.squaredNorm(), n2 = n * n;
+  const Vec3 KEx = K_w * E_times<double>(p, x_p);
+  Vec7 out;
+  out.head<3>() = k * x.head<3>();
+  out.tail<4>() = (0.25 / n2) * E_transpose_times<double>(p, KEx) + (p.dot(x_p) / (alpha * n2)) * p;
+  return out;
+}
+
+/// K T' f for the closed-form tangent, from its twist-space response y = T K T' f (the tree's
+/// leaf applies T K T' = diag(k I, K_w)): K_p 2 E' n = (1/2) s G' J^-1 G E' n / (p'p)^2 with
+/// G E' = (p'p) A' and G' A' = E', so
+///   K T' f = [y_v; E(p)' y_w / (2 p'p)]
+/// (T's inverse on the twist space: 2 E E' / (2 p'p) = I). Only for this tangent, whose
+/// Euler-parameter part is orthogonal to p: with geometric stiffness K T' f has a part along p.
+inline Vec7 closed_form_response(const Vec6& y, const Vec4& p) {
+  Vec7 out;
+  out.head<3>() = y.head<3>();
+  out.tail<4>() = (0.5 / p.squaredNorm()) * E_transpose_times<double>(p, y.tail<3>());
+  return out;
+}
 
 /// T K T' = diag(k I, K_w), by its two blocks (the tree holds it so: dc::LeafBlocks::SharedBlockDiagonal).
 struct TwistTangent {
@@ -114,15 +134,13 @@ struct TwistTangent {
 };
 
 /// The Newton tangent without geometric stiffness (M_c = M), in closed form: with
-/// s = h^2 / 4, K = s M_cc^-1, M_cc = M + s alpha Psi_q' Psi_q (Eq. 23), block diagonal, and
+/// s = h^2 / 4, K = s M_cc^-1, M_cc = M + s alpha Psi_q' Psi_q (Eq. 23), block diagonal
+/// (closed_form_tangent_times applies it), and
 /// T K T' = s diag(I/m, A J^-1 A') — the inverse of the body's spatial inertia about its centre of
-/// mass, in which the penalty does not appear (E(p) p = 0, E(p) G(p)' = (p'p) A). Writes K and
-/// returns T K T' (TwistTangent). A is the body's rotation (from the normalised p), J_inverse its body-frame
+/// mass, in which the penalty does not appear (E(p) p = 0, E(p) G(p)' = (p'p) A). Returns T K T'
+/// (TwistTangent). A is the body's rotation (from the normalised p), J_inverse its body-frame
 /// inverse inertia.
-inline TwistTangent closed_form_tangent(double m, const Mat3& J_inverse, const Mat3& A, const Vec4& p, double s, double alpha,
-                                        BlockTangent& K) {
-  K.k = s / m;
-  K.K_p = s * euler_block_inverse<double>(J_inverse, p, s * alpha);
+inline TwistTangent closed_form_tangent(double m, const Mat3& J_inverse, const Mat3& A, double s) {
   TwistTangent K_twist;
   K_twist.k = s / m;
   K_twist.K_w.noalias() = s * A * J_inverse * A.transpose();
