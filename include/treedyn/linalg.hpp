@@ -289,8 +289,27 @@ class PsdSolver {
 /// 1 / relative_pivot, by sum_j A_jj (A^-1)_jj (`inverse` then holds the inverse): singular or nearly so.
 template <class S, int M>
 bool cholesky_inverse(const Eigen::Matrix<S, M, M>& A, Eigen::Matrix<S, M, M>& inverse, S relative_pivot = S(1e-10)) {
-  Eigen::Matrix<S, M, M> L = Eigen::Matrix<S, M, M>::Zero();
   const S scale = A.diagonal().cwiseAbs().maxCoeff();
+  if constexpr (M == 3) {
+    // 3 x 3 (a ball joint's rows): the same test and result through the leading minors and the
+    // adjugate, one division where the factors take three square roots and six dependent divisions.
+    // Cholesky's pivots are ratios of leading minors, L_jj^2 = m_j / m_(j-1), so each pivot test
+    // is m_j > relative_pivot scale m_(j-1). Only the lower triangle is read, as below.
+    const S a00 = A(0, 0), a10 = A(1, 0), a20 = A(2, 0), a11 = A(1, 1), a21 = A(2, 1), a22 = A(2, 2);
+    const S tolerance = relative_pivot * scale;
+    const S c00 = a11 * a22 - a21 * a21, c10 = a20 * a21 - a10 * a22, c20 = a10 * a21 - a20 * a11;
+    const S m2 = a00 * a11 - a10 * a10, det = a00 * c00 + a10 * c10 + a20 * c20;
+    if (!(a00 > tolerance) || !(m2 > tolerance * a00) || !(det > tolerance * m2)) return false;
+    const S r = S(1) / det;
+    inverse(0, 0) = c00 * r;
+    inverse(1, 0) = inverse(0, 1) = c10 * r;
+    inverse(2, 0) = inverse(0, 2) = c20 * r;
+    inverse(1, 1) = (a00 * a22 - a20 * a20) * r;
+    inverse(2, 1) = inverse(1, 2) = (a10 * a20 - a00 * a21) * r;
+    inverse(2, 2) = m2 * r;
+    return A.diagonal().cwiseProduct(inverse.diagonal()).sum() * relative_pivot < S(1);
+  }
+  Eigen::Matrix<S, M, M> L = Eigen::Matrix<S, M, M>::Zero();
   for (int j = 0; j < M; ++j) {
     S d = A(j, j);
     for (int k = 0; k < j; ++k) d -= L(j, k) * L(j, k);

@@ -221,3 +221,46 @@ TEST(SmallInverse, PsdSolverSolvesSmallAndLargeSystemsAlike) {
     EXPECT_LE((x - expected.col(0)).norm(), 1e-13 * expected.col(0).norm()) << n;
   }
 }
+
+// cholesky_inverse's 3 x 3 case (a ball joint's Z in every elimination) works through leading
+// minors and the adjugate rather than the factors: the same inverse as Eigen's LLT within
+// round-off times the condition (1e-14 relative on matrices of condition up to about 1e3; 1e-9
+// at condition 1e6), the general factorisation's verdicts for a rank-2 matrix and an indefinite one, and the
+// trace test's for a near-null direction spread over all rows.
+TEST(SmallInverse, CholeskyInverseOfThreeByThreeMatchesTheFactorisation) {
+  std::mt19937 rng(29);
+  using Mat3 = Eigen::Matrix3d;
+  for (int k = 0; k < 200; ++k) {
+    const Mat3 Q = Eigen::Matrix3d(random_matrix(3, rng)).householderQr().householderQ();
+    const double spread = k < 100 ? 1e3 : 1e6;
+    const Eigen::Vector3d lambda(1.0, std::pow(spread, -0.5), 1.0 / spread);
+    const Mat3 A = 3.7 * Q * lambda.asDiagonal() * Q.transpose();
+    Mat3 inverse;
+    ASSERT_TRUE((cholesky_inverse<double, 3>(A, inverse))) << k;
+    const Mat3 reference = Eigen::LLT<Mat3>(A).solve(Mat3::Identity());
+    EXPECT_LT((inverse - reference).cwiseAbs().maxCoeff() / reference.cwiseAbs().maxCoeff(), k < 100 ? 1e-14 * 1e3 : 1e-9) << k;
+    EXPECT_EQ(inverse, inverse.transpose()) << k;
+  }
+  // A rank-2 matrix: its third pivot is round-off.
+  const Eigen::Matrix<double, 3, 2> F = Eigen::MatrixXd(random_matrix(3, rng)).leftCols(2);
+  Mat3 inverse = Mat3::Constant(7.0);
+  EXPECT_FALSE((cholesky_inverse<double, 3>(Mat3(F * F.transpose()), inverse)));
+  EXPECT_EQ(inverse, Mat3::Constant(7.0)) << "a failed pivot test leaves the inverse untouched";
+  // Indefinite: the second pivot 1 - c^2 of [[1, c, 0], [c, 1, 0], [0, 0, 1]] below zero, or
+  // above it and the trace (about 2 / (1 - c^2)) within the limit.
+  for (const double pivot : {-1e-3, 1e-3}) {
+    Mat3 A = Mat3::Identity();
+    A(0, 1) = A(1, 0) = std::sqrt(1.0 - pivot);
+    EXPECT_EQ((cholesky_inverse<double, 3>(A, inverse, 1e-6)), pivot > 0.0) << pivot;
+  }
+  // The trace test: a relative pivot that every pivot of this matrix passes and its scaled
+  // inverse's trace T does not (between 1 / T and the smallest squared pivot over the diagonal).
+  const Mat3 Q = Eigen::Matrix3d(random_matrix(3, rng)).householderQr().householderQ();
+  const Mat3 near_null = Q * Eigen::Vector3d(1.0, 1.0, 1e-7).asDiagonal() * Q.transpose();
+  const Eigen::Vector3d d = near_null.diagonal().cwiseSqrt().cwiseInverse();
+  const double T = Mat3(d.asDiagonal() * near_null * d.asDiagonal()).inverse().trace();
+  const double pivot_share = Eigen::LLT<Mat3>(near_null).matrixLLT().diagonal().cwiseAbs2().minCoeff() / near_null.diagonal().maxCoeff();
+  ASSERT_GT(pivot_share, 1.0 / T);
+  EXPECT_FALSE((cholesky_inverse<double, 3>(near_null, inverse, std::sqrt(pivot_share / T))));
+  EXPECT_TRUE((cholesky_inverse<double, 3>(near_null, inverse, 0.5 / T)));
+}
