@@ -107,7 +107,8 @@ TEST(EulerBody, ClosedFormTangentIsTheInverseOfEq23) {
 }
 
 // A leaf's x = b + K T' f: K T' f mapped back from the tree's twist-space response T K T' f,
-// also at Euler parameters off the unit sphere (Newton's iterates, which the penalty keeps near it).
+// and its b = K x with T K x, also at Euler parameters off the unit sphere (Newton's iterates,
+// which the penalty keeps near it).
 TEST(EulerBody, ClosedFormResponseIsKTimesTheLoadsInTheSevenCoordinates) {
   std::mt19937 rng(6);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
@@ -129,6 +130,12 @@ TEST(EulerBody, ClosedFormResponseIsKTimesTheLoadsInTheSevenCoordinates) {
     EXPECT_LT((closed_form_tangent_times(blocks.k, blocks.K_w, b.p, alpha, in_q(f, b.p)) - expected).norm(),
               1e-13 * expected.norm()) << "trial " << k;
     EXPECT_LT((closed_form_response(K_twist * f, b.p) - expected).norm(), 1e-13 * expected.norm()) << "trial " << k;
+    // and a leaf's b on the twist space, T K x, made with K x from the same product
+    const Vec7 x = random7(rng);
+    Vec6 b_twist;
+    const Vec7 b_q = closed_form_tangent_times(blocks.k, blocks.K_w, b.p, alpha, x, &b_twist);
+    EXPECT_LT((b_q - K * x).norm(), 1e-13 * (K * x).norm()) << "trial " << k;
+    EXPECT_LT((b_twist - in_twist(Vec7(K * x), b.p)).norm(), 1e-13 * b_twist.norm()) << "trial " << k;
   }
 }
 

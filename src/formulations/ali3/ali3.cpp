@@ -264,10 +264,15 @@ class Ali3 final : public Formulation {
 
   /// K x for body i's held tangent: K is block diagonal (translation, Euler parameters), applied
   /// in closed form from its leaf's blocks, unless geometric stiffness couples them.
-  Vec7 K_times(int i, const Vec7& x) const {
-    if (options_.geometric_stiffness) return K_full_[static_cast<std::size_t>(i)] * x;
+  /// With `twist`, also T K x (T at the tangent's p: the leaf's b on the tree's twist space).
+  Vec7 K_times(int i, const Vec7& x, Vec6* twist = nullptr) const {
+    if (options_.geometric_stiffness) {
+      const Vec7 Kx = K_full_[static_cast<std::size_t>(i)] * x;
+      if (twist) *twist = in_twist(Kx, body(i).p_tangent);
+      return Kx;
+    }
     const auto& K = core_->leaf(i).shared_diagonal();
-    return closed_form_tangent_times(K.k, K.K_w, body(i).p_tangent, options_.alpha, x);
+    return closed_form_tangent_times(K.k, K.K_w, body(i).p_tangent, options_.alpha, x, twist);
   }
 
   /// M_c v at the tangent's positions (the projections, which do not move q): M v (Eq. 7)
@@ -344,8 +349,8 @@ class Ali3 final : public Formulation {
   /// One pass of the tree at `level`, writing the solution (Delta q, qd or qdd) of every body to
   /// its member `out`. The joints' rows are evaluated first, in the pass's parallel region. With
   /// `full` each leaf first builds the step's tangent at (t, h) and the pass builds the
-  /// elimination matrices; otherwise they are held (bias only). bias_of(i) is body i's b (it may
-  /// read its K).
+  /// elimination matrices; otherwise they are held (bias only). bias_of(i) is the x of body i's
+  /// b = K x (K its tangent).
   ///
   /// The tree works in twist space: with Phi_q = J T, T = diag(I, 2 E(p)) at the tangent's p,
   /// every matrix it eliminates is J (T K T') J' and a body's load Phi_q' lambda = T' (J' lambda).
@@ -359,8 +364,8 @@ class Ali3 final : public Formulation {
       auto& node = core_->leaf(i);
       BodyData& b = body(i);
       if (full) tangent(i, t, h, node);
-      b.bias = bias_of(i);
-      const Vec6 bias_twist = in_twist(b.bias, b.p_tangent);
+      Vec6 bias_twist;
+      b.bias = K_times(i, bias_of(i), &bias_twist);
       node.set_shared_b(bias_twist);
     };
     auto leaf_out = [&](int i) {
@@ -398,7 +403,7 @@ class Ali3 final : public Formulation {
       const BodyData& b = body(i);
       Vec7 Q = generalized_forces(i);
       Q.tail<4>() -= s * options_.alpha * b.qd.tail<4>().squaredNorm() * b.q.tail<4>();  // Psi_q' alpha nu, nu = -pd'pd
-      return K_times(i, Q) / s;
+      return Q / s;  // b = K Q / s
     });
     for (int i = 0; i < n_; ++i) {
       BodyData& b = body(i);
@@ -447,7 +452,7 @@ class Ali3 final : public Formulation {
       evaluate_loads(t);
       solve_tree(
           first, t, h, Level::Position, &BodyData::bias,  // Delta q, applied in the leaf
-          [&](int i) -> Vec7 { return -K_times(i, newton_residual(i)); },  // delta_3 (Eq. 27)
+          [&](int i) -> Vec7 { return -newton_residual(i); },  // delta_3 = -K g (Eq. 27)
           [&](int i) {
             apply_newton_increment(i, h);
             for (int j : core_->leaf(i).handles())  // Delta lambda = -(the tree's multipliers): f = -Phi_q' Delta lambda
@@ -520,7 +525,7 @@ class Ali3 final : public Formulation {
         true, t, h, Level::Velocity, &BodyData::qd,
         [&](int i) -> Vec7 {  // theta (Eq. 45)
           const BodyData& b = body(i);
-          return K_times(i, mass_c_times(i, b.qd)) / s;
+          return mass_c_times(i, b.qd) / s;  // theta = K M_c qd* / s
         },
         [&](int i) { update_state(i); });
     ++stats_.projections;
@@ -539,7 +544,7 @@ class Ali3 final : public Formulation {
           const BodyData& b = body(i);
           Vec7 x = mass_c_times(i, b.qdd);
           x.tail<4>() -= s * options_.alpha * b.qd.tail<4>().squaredNorm() * b.q.tail<4>();
-          return K_times(i, x) / s;
+          return x / s;  // xi = K x / s
         },
         [&](int i) { measure_norm_error(i); });
     ++stats_.projections;

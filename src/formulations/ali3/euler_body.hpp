@@ -97,14 +97,22 @@ struct TrapezoidalRule {
 /// K_p = euler_block_inverse(J^-1, p, s alpha) = (1/4) G' J^-1 G / n^2 + p p' / (s alpha n^2), and
 /// since A G = E and K_w = s A J^-1 A',
 ///   s K_p x_p = (1/4) E' K_w E x_p / n^2 + p (p' x_p) / (alpha n^2),    E = E(p), G = G(p).
-/// Neither K_p nor J^-1 is held: 208 bytes a body.
-inline Vec7 closed_form_tangent_times(double k, const Mat3& K_w, const Vec4& p, double alpha, const Vec7& x) {
+/// Neither K_p nor J^-1 is held: 208 bytes a body. With `twist`, also T K x, the same product on
+/// the tree's twist space, from the same K_w E x_p: 2 E (s K_p x_p) = K_w E x_p / (2 n), since
+/// E E' = n I and E p = 0 (a leaf's b in both coordinates, for 12 multiplications less than
+/// in_twist of K x).
+inline Vec7 closed_form_tangent_times(double k, const Mat3& K_w, const Vec4& p, double alpha, const Vec7& x,
+                                      Vec6* twist = nullptr) {
   const Vec4 x_p = x.tail<4>();
   const double n = p.squaredNorm(), n2 = n * n;
   const Vec3 KEx = K_w * E_times<double>(p, x_p);
   Vec7 out;
   out.head<3>() = k * x.head<3>();
   out.tail<4>() = (0.25 / n2) * E_transpose_times<double>(p, KEx) + (p.dot(x_p) / (alpha * n2)) * p;
+  if (twist) {
+    twist->head<3>() = out.head<3>();
+    twist->tail<3>() = (0.5 / n) * KEx;
+  }
   return out;
 }
 
