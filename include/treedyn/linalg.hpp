@@ -282,7 +282,7 @@ class PsdSolver {
                                                    // apart: 0.55 KB in place, with MaxSize Dynamic)
 };
 
-/// Inverse of a small symmetric positive definite matrix by Cholesky, written out so that a
+/// Inverse of a small symmetric positive definite matrix by Cholesky (as L D L'), written out so that a
 /// compile-time size unrolls (Eigen's general triangular solvers do not for matrix right-hand
 /// sides). Returns false if a pivot falls below `relative_pivot` times the largest diagonal entry
 /// (leaving `inverse` untouched), or if the condition of A scaled to a unit diagonal exceeds
@@ -309,28 +309,31 @@ bool cholesky_inverse(const Eigen::Matrix<S, M, M>& A, Eigen::Matrix<S, M, M>& i
     inverse(2, 2) = m2 * r;
     return A.diagonal().cwiseProduct(inverse.diagonal()).sum() * relative_pivot < S(1);
   }
-  Eigen::Matrix<S, M, M> L = Eigen::Matrix<S, M, M>::Zero();
+  // A = L D L' with L unit lower triangular: D's entries are Cholesky's squared pivots, tested
+  // the same way, and each is inverted once (no square roots; M divisions where L L' took
+  // M (M + 1)). A^-1 = L^-T D^-1 L^-1.
+  Eigen::Matrix<S, M, M> L = Eigen::Matrix<S, M, M>::Identity();
+  Eigen::Matrix<S, M, 1> D, D_inverse;
   for (int j = 0; j < M; ++j) {
     S d = A(j, j);
-    for (int k = 0; k < j; ++k) d -= L(j, k) * L(j, k);
+    for (int k = 0; k < j; ++k) d -= L(j, k) * L(j, k) * D(k);
     if (!(d > relative_pivot * scale)) return false;
-    L(j, j) = std::sqrt(d);
+    D(j) = d;
+    D_inverse(j) = S(1) / d;
     for (int i = j + 1; i < M; ++i) {
       S x = A(i, j);
-      for (int k = 0; k < j; ++k) x -= L(i, k) * L(j, k);
-      L(i, j) = x / L(j, j);
+      for (int k = 0; k < j; ++k) x -= L(i, k) * L(j, k) * D(k);
+      L(i, j) = x * D_inverse(j);
     }
   }
-  Eigen::Matrix<S, M, M> Li = Eigen::Matrix<S, M, M>::Zero();  // L^-1, lower triangular
-  for (int j = 0; j < M; ++j) {
-    Li(j, j) = S(1) / L(j, j);
+  Eigen::Matrix<S, M, M> Li = Eigen::Matrix<S, M, M>::Identity();  // L^-1, unit lower triangular
+  for (int j = 0; j < M; ++j)
     for (int i = j + 1; i < M; ++i) {
-      S x = 0;
-      for (int k = j; k < i; ++k) x += L(i, k) * Li(k, j);
-      Li(i, j) = -x / L(i, i);
+      S x = L(i, j);
+      for (int k = j + 1; k < i; ++k) x += L(i, k) * Li(k, j);
+      Li(i, j) = -x;
     }
-  }
-  inverse.noalias() = Li.transpose() * Li;
+  inverse.noalias() = Li.transpose() * D_inverse.asDiagonal() * Li;
   // Pivots alone miss a near-null direction spread over several rows (the last pivot is
   // 1 / (A^-1)_nn, which can exceed the smallest eigenvalue many times); the trace of the inverse of
   // A scaled to a unit diagonal, sum A_jj (A^-1)_jj (within a factor M of its condition number)
