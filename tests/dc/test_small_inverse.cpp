@@ -224,9 +224,9 @@ TEST(SmallInverse, PsdSolverSolvesSmallAndLargeSystemsAlike) {
 
 // cholesky_inverse's 3 x 3 case (a ball joint's Z in every elimination) works through leading
 // minors and the adjugate rather than the factors: the same inverse as Eigen's LLT within
-// round-off times the condition (1e-14 relative on matrices of condition up to about 1e3; 1e-9
-// at condition 1e6), the general factorisation's verdicts for a rank-2 matrix and an indefinite one, and the
-// trace test's for a near-null direction spread over all rows.
+// round-off times the condition (relative 1e-14 times 1e3 on matrices of condition up to 1e3;
+// 1e-9 at condition 1e6), the general factorisation's verdicts for a rank-2 matrix and an
+// indefinite one, and the trace test's for a near-null direction spread over all rows.
 TEST(SmallInverse, CholeskyInverseOfThreeByThreeMatchesTheFactorisation) {
   std::mt19937 rng(29);
   using Mat3 = Eigen::Matrix3d;

@@ -275,6 +275,14 @@ class Ali3 final : public Formulation {
     return closed_form_tangent_times(K.k, K.K_w, body(i).p_tangent, options_.alpha, x, twist);
   }
 
+  /// K T' f for body i's leaf and its twist-space loads f: the leaf's own response T K T' f mapped
+  /// back (closed_form_response) unless geometric stiffness couples K's blocks.
+  Vec7 K_times_loads(int i, const Tree::Node& leaf) const {
+    const Vec4& p = body(i).p_tangent;
+    if (options_.geometric_stiffness) return K_times(i, in_q(leaf.shared_f(), p));
+    return closed_form_response(leaf.shared_diagonal_response(), p);
+  }
+
   /// M_c v at the tangent's positions (the projections, which do not move q): M v (Eq. 7)
   /// unless geometric stiffness is asked for, when M_c is stored.
   Vec7 mass_c_times(int i, const Vec7& v) const {
@@ -284,10 +292,11 @@ class Ali3 final : public Formulation {
 
   /// The step's tangent of body i: K = (h^2/4) M_cc^-1, M_cc = M_c + (h^2/4) alpha Psi_q' Psi_q
   /// (Eq. 23); sets T K T' as its leaf's K. With M_c = M (no geometric stiffness) both are
-  /// in closed form: K is block diagonal (euler_block_inverse), and since E(p) p = 0 and
-  /// E(p) G(p)' = (p'p) A, T K T' = (h^2/4) diag(I/m, A J'^-1 A') — the inverse of the body's
-  /// spatial inertia about its centre of mass, in which the penalty does not appear. With
-  /// geometric stiffness M_c is a general symmetric matrix, inverted by Cholesky.
+  /// in closed form: since E(p) p = 0 and E(p) G(p)' = (p'p) A, T K T' = (h^2/4) diag(I/m, A J^-1 A')
+  /// — the inverse of the body's spatial inertia about its centre of mass, in which the penalty
+  /// does not appear — and K, block diagonal, is applied from those blocks and p (K_times,
+  /// closed_form_tangent_times); only p is kept. With geometric stiffness M_c is a general
+  /// symmetric matrix, inverted by Cholesky.
   void tangent(int i, double t, double h, Tree::Node& leaf) {
     BodyData& b = body(i);
     const double s = 0.25 * h * h;
@@ -371,8 +380,7 @@ class Ali3 final : public Formulation {
     auto leaf_out = [&](int i) {
       auto& node = core_->leaf(i);
       BodyData& b = body(i);
-      b.*out = b.bias + (options_.geometric_stiffness ? K_times(i, in_q(node.shared_f(), b.p_tangent))
-                                                      : closed_form_response(node.shared_diagonal_response(), b.p_tangent));
+      b.*out = b.bias + K_times_loads(i, node);
       after(i);
     };
     auto rows = [&](int j) { joint_rows(j, t, full, level); };
