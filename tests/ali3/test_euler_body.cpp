@@ -159,18 +159,25 @@ TEST(EulerBody, QuadraticVelocityTermAgreesWithEulersEquations) {
 }
 
 TEST(EulerBody, TrapezoidalRatesSatisfyTheRuleExactly) {
+  // The predictor and three Newton increments applied as differences (trapezoidal_predictor,
+  // trapezoidal_increment) against the rule itself (Eqs. 15-16), evaluated in long double from the
+  // step's start: qd = 2/h (q - q_bar) - qd_bar, qdd = 4/h^2 (q - q_bar) - 4/h qd_bar - qdd_bar.
   std::mt19937 rng(5);
-  const Vec7 q_bar = random7(rng), qd_bar = random7(rng), qdd_bar = random7(rng), q = random7(rng);
   const double h = 0.01;
-  TrapezoidalRule rule;
-  rule.start(q_bar, qd_bar, qdd_bar, h);
-  Vec7 qd, qdd;
-  rule.rates(q, h, qd, qdd);
-  // q = q_bar + h/2 (qd_bar + qd) and qd = qd_bar + h/2 (qdd_bar + qdd) (the trapezoidal rule);
-  // qd carries the round-off of 2/h q (2e2 here), qdd that of 4/h^2 q (4e4)
-  EXPECT_LT((q - (q_bar + 0.5 * h * (qd_bar + qd))).norm(), 1e-12);
-  EXPECT_LT((qd - (qd_bar + 0.5 * h * (qdd_bar + qdd))).norm(), 1e-10);
-  // and the differences' form, 2/h (q - q_bar) - qd_bar and 4/h^2 (q - q_bar) - 4/h qd_bar - qdd_bar
-  EXPECT_LT((qd - (2.0 / h * (q - q_bar) - qd_bar)).norm(), 1e-12);
-  EXPECT_LT((qdd - (4.0 / (h * h) * (q - q_bar) - 4.0 / h * qd_bar - qdd_bar)).norm(), 1e-10);
+  const Vec7 q_bar = random7(rng), qd_bar = random7(rng), qdd_bar = random7(rng);
+  Vec7 q = q_bar, qd = qd_bar, qdd = qdd_bar;
+  trapezoidal_predictor(q, qd, qdd, h);
+  for (int k = 0; k < 3; ++k) trapezoidal_increment(1e-4 * random7(rng), h, q, qd, qdd);
+  for (int c = 0; c < 7; ++c) {
+    const long double H = h, dq = static_cast<long double>(q(c)) - q_bar(c);
+    const long double qd_rule = 2.0L / H * dq - qd_bar(c);
+    const long double qdd_rule = 4.0L / (H * H) * dq - 4.0L / H * qd_bar(c) - qdd_bar(c);
+    // q holds its own round-off (1e-16 of |q| <= 2), which 2/h and 4/h^2 scale into the rule's rates
+    // (2e2 and 4e4 times): the bounds are those, not the differences' own (a few 1e-16 of |qd|, |qdd|).
+    EXPECT_NEAR(static_cast<double>(qd_rule), qd(c), 1e-12) << "coordinate " << c;
+    EXPECT_NEAR(static_cast<double>(qdd_rule), qdd(c), 1e-10) << "coordinate " << c;
+  }
+  // and the rule's trapezoidal form: q = q_bar + h/2 (qd_bar + qd), qd = qd_bar + h/2 (qdd_bar + qdd)
+  EXPECT_LT((q - (q_bar + 0.5 * h * (qd_bar + qd))).norm(), 1e-14);
+  EXPECT_LT((qd - (qd_bar + 0.5 * h * (qdd_bar + qdd))).norm(), 1e-13);
 }

@@ -32,8 +32,7 @@ using Rows = dc::JointRows<double, 6>;
 /// Per body: the trapezoidal state and the tangent (held through Newton-Raphson, rebuilt once for
 /// the projections).
 struct BodyData {
-  Vec7 q, qd, qdd;               // current iterate (Eqs. 15-16 keep qd, qdd tied to q)
-  TrapezoidalRule rule;          // qd_hat and qdd_hat of Eqs. 15-16, from the step's start
+  Vec7 q, qd, qdd;               // current iterate (Eqs. 15-16 keep qd, qdd tied to q: trapezoidal_increment)
   double mu = 0.0;               // normalisation multiplier
   Vec4 p_tangent = Vec4::Zero(); // the Euler parameters the tangent K = (h^2/4) M_cc^-1 of the last full pass
                                  // was built at (K_times; K_full_ with geometric stiffness): T = diag(I, 2 E(p_tangent))
@@ -165,7 +164,6 @@ class Ali3 final : public Formulation {
   Vec4 quadratic_velocity(int i, const Vec4& p, const Vec4& pd) const {
     return ali3::quadratic_velocity(model_.bodies[static_cast<std::size_t>(i)].inertia, p, pd);
   }
-  static void trapezoidal_rates(BodyData& b, double h) { b.rule.rates(b.q, h, b.qd, b.qdd); }
   const BodyData& body(int i) const { return bodies_[static_cast<std::size_t>(i)]; }
 
   // Kinematics ------------------------------------------------------------------------------
@@ -449,9 +447,7 @@ class Ali3 final : public Formulation {
   void newton(double t, double h) {
     ctx_.parallel.for_each(n_, [&](int i) {  // predictor (Sect. 3.2)
       BodyData& b = body(i);
-      b.rule.start(b.q, b.qd, b.qdd, h);  // q_bar, qd_bar, qdd_bar: the step's start
-      b.q = b.q + h * b.qd + 0.5 * h * h * b.qdd;
-      trapezoidal_rates(b, h);
+      trapezoidal_predictor(b.q, b.qd, b.qdd, h);  // from the step's start, with its rates (Eqs. 15-16)
       update_state(i);
     });
     double norm = 0.0;
@@ -500,13 +496,12 @@ class Ali3 final : public Formulation {
   }
 
   /// Body i's q += Delta q and mu += alpha (Psi + Psi_q Delta q) (Eq. 21; lambda's increment is
-  /// added per joint after the pass); qd, qdd by Eqs. 15-16.
+  /// added per joint after the pass); qd, qdd by Eqs. 15-16 (trapezoidal_increment).
   void apply_newton_increment(int i, double h) {
     BodyData& b = body(i);
     const Vec7& delta = b.bias;  // the pass's solution (newton)
     b.mu += options_.alpha * (psi(b.q.tail<4>()) + b.q.tail<4>().dot(delta.tail<4>()));
-    b.q += delta;
-    trapezoidal_rates(b, h);
+    trapezoidal_increment(delta, h, b.q, b.qd, b.qdd);
     update_state(i);
     per_body_[static_cast<std::size_t>(i)] = delta.squaredNorm();
   }
