@@ -84,17 +84,20 @@ class ExternalLoads {
   /// track() after every accepted step (the formulations call it through AppliedLoads). Tracking
   /// costs a measure of every angle per step (on a 7-joint revolute chain under dca, 3 us of a
   /// 30 us rk4 step), so it starts only when asked: by the Simulator's first read of q, or when
-  /// a load function is set.
+  /// a load function is set. Held only where the model has angles (empty otherwise: a
+  /// ball-joint chain's would be 32 bytes a body that measure never reads).
   const Eigen::VectorXd& angle_reference() const { return reference_; }
   void track(const SystemState& bodies) const;
   /// A new reference: the coordinates of a state just set, whose restart's own track() it
   /// makes unnecessary (the next one is skipped).
   void restart_angles(const Eigen::VectorXd& q) const {
-    reference_ = q;
+    if (map_->has_angles()) reference_ = q;
     fresh_ = true;
   }
   /// A new reference read off the current state (steps go on tracking from it).
-  void note_angles(const Eigen::VectorXd& q) const { reference_ = q; }
+  void note_angles(const Eigen::VectorXd& q) const {
+    if (map_->has_angles()) reference_ = q;
+  }
   /// Keep the angle reference continuous from now on (only if the model has angles).
   void start_tracking() const { tracking_ = map_->has_angles(); }
   bool tracks_angles() const { return tracking_; }

@@ -88,7 +88,8 @@ class ResultWriter : public SampleSink {
   void write_headers(bool with_reactions, bool with_efforts);
   void write_row(const Snapshot& snapshot, const MetricsSample& metrics, const SolverStats& stats);
   /// q_, qd_ of the joints at `bodies`, angles unwrapped against `reference` (none: the first
-  /// sample); reference_ becomes q_.
+  /// sample); reference_ becomes q_ where there are angles (without, no reference is read: a
+  /// ball-joint chain's reference would be 32 bytes a body held for nothing).
   void measure_joints(const SystemState& bodies, const Eigen::VectorXd* reference);
   /// Flushes every file (a .npy's header then says `rows`); on a failure cuts them all back to the
   /// last sample written whole and throws.

@@ -19,7 +19,7 @@ Vec6 twist_of(const BodyState& b) {
 ExternalLoads::ExternalLoads(std::shared_ptr<const CoordinateMap> map)
     : map_(std::move(map)),
       effort_(Eigen::VectorXd::Zero(map_->nv())),
-      reference_(Eigen::VectorXd::Zero(map_->nq())) {}
+      reference_(Eigen::VectorXd::Zero(map_->has_angles() ? map_->nq() : 0)) {}
 
 /// Throws std::invalid_argument naming the first non-finite entry of effort (entries from offset).
 void ExternalLoads::check_finite_effort(const Eigen::Ref<const Eigen::VectorXd>& effort, int offset) const {

@@ -363,7 +363,7 @@ void ResultWriter::write(const Snapshot& s, const MetricsSample& m, const Solver
 
 void ResultWriter::measure_joints(const SystemState& bodies, const Eigen::VectorXd* reference) {
   coordinates_->measure(bodies, q_, qd_, reference);
-  reference_ = q_;
+  if (coordinates_->has_angles()) reference_ = q_;
 }
 
 void ResultWriter::write_row(const Snapshot& s, const MetricsSample& m, const SolverStats& stats) {
