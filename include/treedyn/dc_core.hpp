@@ -545,6 +545,11 @@ class HandleTree {
       assert(shared_at != nullptr);
       shared_at->b = b_all;
     }
+    /// ... as its formulation set it (read back on the leaf's way out).
+    const Vec& shared_b() const {
+      assert(shared_at != nullptr);
+      return shared_at->b;
+    }
     /// A Shared leaf's loads after its disassembly, summed over its handles: sum_i G_i' lambda_i
     /// (zero without handles).
     const Vec& shared_f() const {

@@ -136,6 +136,24 @@ TEST(EulerBody, ClosedFormResponseIsKTimesTheLoadsInTheSevenCoordinates) {
     const Vec7 b_q = closed_form_tangent_times(blocks.k, blocks.K_w, b.p, alpha, x, &b_twist);
     EXPECT_LT((b_q - K * x).norm(), 1e-13 * (K * x).norm()) << "trial " << k;
     EXPECT_LT((b_twist - in_twist(Vec7(K * x), b.p)).norm(), 1e-13 * b_twist.norm()) << "trial " << k;
+    // a leaf's way out as ali3 takes it, from T b, T K T' f and p'b_p alone: x + K T' f
+    const Vec7 out = from_twist(b_twist + K_twist * f, b.p.dot(b_q.tail<4>()), b.p);
+    const Vec7 want = K * x + expected;
+    EXPECT_LT((out - want).norm(), 1e-13 * want.norm()) << "trial " << k;
+  }
+}
+
+TEST(EulerBody, FromTwistInvertsTGivenTheComponentAlongP) {
+  // T = diag(I, 2 E(p)) loses x_p's component along p (E p = 0); with it given, from_twist gives x
+  // back, p off the unit sphere as the penalty leaves it. A wrong E'E (n I - p p') fails by O(1).
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (int k = 0; k < 20; ++k) {
+    const Vec4 p = (1.0 + 0.05 * u(rng)) * Vec4(u(rng), u(rng), u(rng), u(rng)).normalized();
+    const Vec7 x = random7(rng);
+    const Vec7 back = from_twist(T_of(p) * x, p.dot(x.tail<4>()), p);
+    EXPECT_LT((back - x).norm(), 1e-14 * x.norm()) << "trial " << k;
+    EXPECT_GT((from_twist(T_of(p) * x, 0.0, p) - x).norm(), 1e-3 * std::abs(p.dot(x.tail<4>()))) << "trial " << k;
   }
 }
 

@@ -33,11 +33,11 @@ using Rows = dc::JointRows<double, 6>;
 /// the projections).
 struct BodyData {
   Vec7 q, qd, qdd;               // current iterate (Eqs. 15-16 keep qd, qdd tied to q: trapezoidal_increment)
-  double mu = 0.0;               // normalisation multiplier
   Vec4 p_tangent = Vec4::Zero(); // the Euler parameters the tangent K = (h^2/4) M_cc^-1 of the last full pass
                                  // was built at (K_times; K_full_ with geometric stiffness): T = diag(I, 2 E(p_tangent))
-  Vec7 bias = Vec7::Zero();      // the leaf's b in the current pass; a Newton pass writes its
-                                 // solution Delta q over it (x = b + K T' f), which the leaf applies
+  double mu = 0.0;               // normalisation multiplier
+  double bias_p = 0.0;           // p_tangent' b_p of the leaf's b = K x in the current pass: with the
+                                 // twist T b its leaf holds, all of b (solution, from_twist)
 };
 
 
@@ -273,12 +273,15 @@ class Ali3 final : public Formulation {
     return closed_form_tangent_times(K.k, K.K_w, body(i).p_tangent, options_.alpha, x, twist);
   }
 
-  /// K T' f for body i's leaf and its twist-space loads f: the leaf's own response T K T' f mapped
-  /// back (closed_form_response) unless geometric stiffness couples K's blocks.
-  Vec7 K_times_loads(int i, const Tree::Node& leaf) const {
-    const Vec4& p = body(i).p_tangent;
-    if (options_.geometric_stiffness) return K_times(i, in_q(leaf.shared_f(), p));
-    return closed_form_response(leaf.shared_diagonal_response(), p);
+  /// Body i's solution x = b + K T' f after its leaf's disassembly, f its twist-space loads. b is
+  /// not held: its leaf holds T b, and T b with p'b_p gives b (from_twist). Without geometric
+  /// stiffness K T' f is the leaf's own response T K T' f mapped back the same way, so
+  /// x = from_twist(T b + T K T' f, p'b_p); with it, K couples its blocks and is applied to T' f.
+  Vec7 solution(int i, const Tree::Node& leaf) const {
+    const BodyData& b = body(i);
+    const Vec4& p = b.p_tangent;
+    if (options_.geometric_stiffness) return from_twist(leaf.shared_b(), b.bias_p, p) + K_times(i, in_q(leaf.shared_f(), p));
+    return from_twist(leaf.shared_b() + leaf.shared_diagonal_response(), b.bias_p, p);
   }
 
   /// M_c v at the tangent's positions (the projections, which do not move q): M v (Eq. 7)
@@ -353,8 +356,8 @@ class Ali3 final : public Formulation {
     M_check_[static_cast<std::size_t>(i)] += 0.25 * h * h * 0.5 * (D + D.transpose());
   }
 
-  /// One pass of the tree at `level`, writing the solution (Delta q, qd or qdd) of every body to
-  /// its member `out`. The joints' rows are evaluated first, in the pass's parallel region. With
+  /// One pass of the tree at `level`, writing the solution (qd or qdd) of every body to its member
+  /// `out` (none: a Newton pass's Delta q), and giving it to after(i, x). The joints' rows are evaluated first, in the pass's parallel region. With
   /// `full` each leaf first builds the step's tangent at (t, h) and the pass builds the
   /// elimination matrices; otherwise they are held (bias only). bias_of(i) is the x of body i's
   /// b = K x (K its tangent).
@@ -364,22 +367,22 @@ class Ali3 final : public Formulation {
   /// So a leaf enters with K_twist = T K T' and b_twist = T b, and leaves with x = b + K T' f from
   /// its twist-space load f: the same solution as in the 7 coordinates, on 6 x 6 matrices. Without
   /// geometric stiffness K T' f is the leaf's own response K_twist f mapped back (closed_form_response).
-  template <class Bias, class After = void (*)(int)>
+  template <class Bias, class After = void (*)(int, const Vec7&)>
   void solve_tree(bool full, double t, double h, Level level, Vec7 BodyData::*out, Bias&& bias_of,
-                  After&& after = [](int) {}) {
+                  After&& after = [](int, const Vec7&) {}) {
     auto leaf_in = [&](int i) {
       auto& node = core_->leaf(i);
       BodyData& b = body(i);
       if (full) tangent(i, t, h, node);
       Vec6 bias_twist;
-      b.bias = K_times(i, bias_of(i), &bias_twist);
+      const Vec7 bias = K_times(i, bias_of(i), &bias_twist);
+      b.bias_p = b.p_tangent.dot(bias.tail<4>());
       node.set_shared_b(bias_twist);
     };
     auto leaf_out = [&](int i) {
-      auto& node = core_->leaf(i);
-      BodyData& b = body(i);
-      b.*out = b.bias + K_times_loads(i, node);
-      after(i);
+      const Vec7 x = solution(i, core_->leaf(i));
+      if (out != nullptr) body(i).*out = x;
+      after(i, x);
     };
     auto rows = [&](int j) { joint_rows(j, t, full, level); };
     const dc::Prologue<decltype(rows)&> prologue{model_.joint_count(), rows};
@@ -455,10 +458,10 @@ class Ali3 final : public Formulation {
       const bool first = k == 0;
       evaluate_loads(t);
       solve_tree(
-          first, t, h, Level::Position, &BodyData::bias,  // Delta q, applied in the leaf
+          first, t, h, Level::Position, nullptr,  // Delta q, applied in the leaf
           [&](int i) -> Vec7 { return -newton_residual(i); },  // delta_3 = -K g (Eq. 27)
-          [&](int i) {
-            apply_newton_increment(i, h);
+          [&](int i, const Vec7& delta) {
+            apply_newton_increment(i, h, delta);
             for (int j : core_->leaf(i).handles())  // Delta lambda = -(the tree's multipliers): f = -Phi_q' Delta lambda
               if (ctx_.joint_blocks.owner(j) == i) ctx_.joint_blocks.add_multiplier(j, *core_, -1.0, lambda_);
           });
@@ -497,9 +500,8 @@ class Ali3 final : public Formulation {
 
   /// Body i's q += Delta q and mu += alpha (Psi + Psi_q Delta q) (Eq. 21; lambda's increment is
   /// added per joint after the pass); qd, qdd by Eqs. 15-16 (trapezoidal_increment).
-  void apply_newton_increment(int i, double h) {
+  void apply_newton_increment(int i, double h, const Vec7& delta) {
     BodyData& b = body(i);
-    const Vec7& delta = b.bias;  // the pass's solution (newton)
     b.mu += options_.alpha * (psi(b.q.tail<4>()) + b.q.tail<4>().dot(delta.tail<4>()));
     trapezoidal_increment(delta, h, b.q, b.qd, b.qdd);
     update_state(i);
@@ -530,7 +532,7 @@ class Ali3 final : public Formulation {
           const BodyData& b = body(i);
           return mass_c_times(i, b.qd) / s;  // theta = K M_c qd* / s
         },
-        [&](int i) { update_state(i); });
+        [&](int i, const Vec7&) { update_state(i); });
     ++stats_.projections;
   }
 
@@ -549,7 +551,7 @@ class Ali3 final : public Formulation {
           x.tail<4>() -= s * options_.alpha * b.qd.tail<4>().squaredNorm() * b.q.tail<4>();
           return x / s;  // xi = K x / s
         },
-        [&](int i) { measure_norm_error(i); });
+        [&](int i, const Vec7&) { measure_norm_error(i); });
     ++stats_.projections;
   }
 

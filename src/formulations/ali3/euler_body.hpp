@@ -129,6 +129,15 @@ inline Vec7 closed_form_response(const Vec6& y, const Vec4& p) {
   return out;
 }
 
+/// The x in the 7 coordinates with T x = w (T = diag(I, 2 E(p)), w a twist) and p'x_p = c: since
+/// E'E = n I - p p' (n = p'p), x_p = (E'w_w / 2 + c p) / n; closed_form_response is the case c = 0.
+/// A leaf holds its b as T b, so its formulation keeps only p'b_p for the way back.
+inline Vec7 from_twist(const Vec6& w, double c, const Vec4& p) {
+  Vec7 out = closed_form_response(w, p);
+  out.tail<4>() += (c / p.squaredNorm()) * p;
+  return out;
+}
+
 /// T K T' = diag(k I, K_w), by its two blocks (the tree holds it so: dc::LeafBlocks::SharedBlockDiagonal).
 struct TwistTangent {
   double k = 0.0;
