@@ -464,15 +464,14 @@ class HandleTree {
     };
     // Where a node's records lie in HandleTree's arenas (laid out in the order the passes visit
     // the nodes), and how many; the accessors below give them as spans. HandleTree's constructor
-    // sets every field. The fields every pass reads at every node (and at its children) come
-    // first, in one cache line: a record of 11 spans took 200 bytes, and loading a child's was the
-    // largest cost of a disassembly on long chains.
+    // sets every field. A record is one cache line: one of 11 spans took 200 bytes, and loading a
+    // child's was the largest cost of a disassembly on long chains.
     //
     // A node in its handles' rows (every inner node; an InRows leaf): with o_i = o(i) and
     // r = rows() the sum of the handles' rows m_i, G_i K_ij G_j' is the (o_i, o_j) block of the
     // r x r matrix K_hat(), G_i b_i and the multipliers lambda_i of handle i's joint
     // (f_i = G_i' lambda_i) the segments at o_i of b_hat() and f_hat(); K~, b~, f~ lie together
-    // at rows_at (null for a Shared leaf).
+    // at rows_at.
     // Lifetime: below a subtree's root (AssemblyTree::subtrees) they live in buffers that other
     // nodes of the subtree reuse (HandleTree::place_in_stack), so they hold a node's values only
     // within a pass: K~ and b~ from the node's assembly (a leaf's fill) to its parent's, f~ from
@@ -481,34 +480,45 @@ class HandleTree {
     // one-body model's root leaf takes its f~ from the base connection); a several-joint elimination's Z and
     // Y lie with them, and hold its values only within its assembly. After a pass, read the
     // joints' loads with multiplier() or joint_load().
-    S* rows_at = nullptr;
-    int* offset_at = nullptr;            // h + 1 entries, every node
+    // What a node holds (kind): in its handles' rows (rows_at) with no elimination, a single-joint
+    // elimination (single_at; "uniform" where every handle has as many rows as the joint) or a
+    // several-joint one (multiple); or, a Shared leaf, its K, b, f at shared_at, K full or as
+    // diag(k I, K_w). Each pair of pointers that no node holds together shares its place, and the
+    // record is one cache line (64 bytes; 96 with a pointer each and the flags, two lines).
+    enum class Kind : std::uint8_t { Rows, RowsSingle, RowsSingleUniform, RowsMultiple, SharedK, SharedDiagonalK };
+    union {
+      S* rows_at = nullptr;        // in_rows(): K~ (r x r), b~, f~ (above)
+      SharedLeaf* shared_at;       // a Shared leaf's blocks (a SharedLeafK, or a SharedLeafDiagonalK where k_diagonal()),
+                                   // which its formulation fills (K, b) and reads (f)
+    };
+    int* offset_at = nullptr;            // h + 1 entries, every node, then h chars: holds_p()
     Source* from_at = nullptr;           // per handle, inner nodes (null for leaves)
     Eliminated* eliminated_at = nullptr; // the joints eliminated between the children (inner nodes)
-    // A single-joint elimination's blocks (uses_single; null otherwise, and for leaves), column-
-    // major from here, m = this node's m rows and r = rows(): beta_hat and lambda (m each),
-    // W = [W_1 ... W_h] (m x r, W_i = Z^+ Y_i' of m x m_i; Y_i lives only inside the kernel), and
-    // Z^+ (m x m) where the tree keeps it for bias-only passes (BiasPasses::Allowed).
-    S* single_at = nullptr;
+    // A single-joint elimination's blocks (single()), column-major from single_at, m = this
+    // node's m rows and r = rows(): beta_hat and lambda (m each), W = [W_1 ... W_h] (m x r,
+    // W_i = Z^+ Y_i' of m x m_i; Y_i lives only inside the kernel), and Z^+ (m x m) where the tree
+    // keeps it for bias-only passes (BiasPasses::Allowed). Several joints (or a joint to ground,
+    // or many handles): multiple, in multiples_.
+    union {
+      S* single_at = nullptr;
+      Multiple* multiple;
+    };
     int* handles_at = nullptr;     // joints (AssemblyNode::handles that have rows), ascending
     int h = 0;                     // handles
     int m = 0;                     // equations eliminated here
     int eliminated_count = 0;
-    bool in_rows = false;          // K, b, f in the handles' rows (above): every inner node, InRows leaves
-    bool uniform = false;          // one joint eliminated, and every handle has as many rows as it
+    Kind kind = Kind::Rows;
     bool singular = false;         // a single-joint elimination's Z was singular in the last assembly
     std::int8_t handle_rows = 0;   // the rows every handle has, if they all have as many (uniform_rows()), else 0
-    // Read by fewer passes or nodes:
-    Multiple* multiple = nullptr;  // when several are (or a joint to ground, or many handles), in multiples_
-    char* holds_p_at = nullptr;    // per handle: this node holds the joint's p side
-    // A Shared leaf's K, b and f (a SharedLeafK, or a SharedLeafDiagonalK where k_diagonal),
-    // which its formulation fills (K, b) and reads (f); null otherwise:
-    SharedLeaf* shared_at = nullptr;
-    bool k_diagonal = false;
 
+    bool in_rows() const { return kind < Kind::SharedK; }  // every inner node, InRows leaves
+    bool single() const { return kind == Kind::RowsSingle || kind == Kind::RowsSingleUniform; }
+    bool uniform() const { return kind == Kind::RowsSingleUniform; }
+    bool k_diagonal() const { return kind == Kind::SharedDiagonalK; }
     int size() const { return h; }
     std::span<int> handles() const { return {handles_at, count(h)}; }
-    std::span<char> holds_p() const { return {holds_p_at, count(h)}; }
+    /// Per handle: this node holds the joint's p side (after the offsets, in their arena).
+    std::span<char> holds_p() const { return {reinterpret_cast<char*>(offset_at + h + 1), count(h)}; }
     std::span<Source> from() const { return {from_at, from_at != nullptr ? count(h) : 0u}; }
     std::span<Eliminated> eliminated() const { return {eliminated_at, count(eliminated_count)}; }
     int o(int i) const { return offset_at[i]; }
@@ -521,44 +531,44 @@ class HandleTree {
       return o(1);
     }
     /// K~ (r x r) and f~ (r) of a node in rows; empty spans for a Shared leaf.
-    std::span<S> K_r() const { return rows_at != nullptr ? std::span<S>(rows_at, count(rows() * rows())) : std::span<S>(); }
+    std::span<S> K_r() const { return in_rows() ? std::span<S>(rows_at, count(rows() * rows())) : std::span<S>(); }
     std::span<S> f_r() const {
-      return rows_at != nullptr ? std::span<S>(rows_at + rows() * (rows() + 1), count(rows())) : std::span<S>();
+      return in_rows() ? std::span<S>(rows_at + rows() * (rows() + 1), count(rows())) : std::span<S>();
     }
     MapX K_hat() const { return MapX(rows_at, rows(), rows()); }
     MapV b_hat() const { return MapV(rows_at + rows() * rows(), rows()); }
     MapV f_hat() const { return MapV(rows_at + rows() * (rows() + 1), rows()); }
     /// A Shared leaf's K_ij, the same for every pair of its handles (LeafBlocks::Shared).
     void set_shared_k(const Mat& K_all) {
-      assert(shared_at != nullptr && !k_diagonal);
+      assert(!in_rows() && !k_diagonal());
       static_cast<SharedLeafK*>(shared_at)->K = K_all;
     }
     /// ... K_ij = diag(k I, K_w) (LeafBlocks::SharedBlockDiagonal, Dim 6).
     void set_shared_k(S k, const Mat3T<S>& K_w) {
-      assert(shared_at != nullptr && k_diagonal);
+      assert(k_diagonal());
       auto* leaf = static_cast<SharedLeafDiagonalK*>(shared_at);
       leaf->k = k;
       leaf->K_w = K_w;
     }
     /// A Shared leaf's b_i, the same at every handle (its body's).
     void set_shared_b(const Vec& b_all) {
-      assert(shared_at != nullptr);
+      assert(!in_rows());
       shared_at->b = b_all;
     }
     /// ... as its formulation set it (read back on the leaf's way out).
     const Vec& shared_b() const {
-      assert(shared_at != nullptr);
+      assert(!in_rows());
       return shared_at->b;
     }
     /// A Shared leaf's loads after its disassembly, summed over its handles: sum_i G_i' lambda_i
     /// (zero without handles).
     const Vec& shared_f() const {
-      assert(shared_at != nullptr);
+      assert(!in_rows());
       return shared_at->f;
     }
     /// A SharedBlockDiagonal leaf's K = diag(k I, K_w) (Dim 6), as its formulation set it.
     const SharedLeafDiagonalK& shared_diagonal() const {
-      assert(shared_at != nullptr && k_diagonal);
+      assert(k_diagonal());
       return *static_cast<const SharedLeafDiagonalK*>(shared_at);
     }
     /// ... and its response to its loads, K f = [k f_v; K_w f_w].
@@ -613,7 +623,7 @@ class HandleTree {
   /// An InRows leaf's b~_i = G_i b_i from its Dim-sized bias b_i (its formulation calls it in
   /// leaf_in, after the pass's rows are set). Arm rows are not for such leaves: G_p()/G_c() throw.
   void set_leaf_bias(Node& leaf, int i, const Vec& b_i, const std::vector<JointRows<S, Dim>>& rows) const {
-    assert(leaf.in_rows && i >= 0 && i < leaf.size());
+    assert(leaf.in_rows() && i >= 0 && i < leaf.size());
     const JointRows<S, Dim>& j = rows[static_cast<std::size_t>(leaf.handles()[static_cast<std::size_t>(i)])];
     const bool p = leaf.holds_p()[static_cast<std::size_t>(i)] != 0;
     S* out = leaf.b_hat().data() + leaf.o(i);
@@ -644,7 +654,7 @@ class HandleTree {
     // multipliers).
     const bool p_side = leaf.holds_p()[static_cast<std::size_t>(i)] != 0;
     const S* lambda = pulls(leaf)[i];
-    if (lambda == nullptr && leaf.in_rows) lambda = leaf.f_hat().data() + leaf.o(i);
+    if (lambda == nullptr && leaf.in_rows()) lambda = leaf.f_hat().data() + leaf.o(i);
     if (lambda == nullptr) {
       f = joint_load(joint, p_side, rows);
       return;
@@ -715,7 +725,7 @@ class HandleTree {
   template <class Leaf>
   void disassemble(const std::vector<JointRows<S, Dim>>& rows, const Parallel& parallel, Leaf&& leaf) {
     parallel.disassemble(*tree_, [&](int id) { disassemble_node(id, rows); }, [&](int id) {
-      if (!node(id).in_rows) pull_loads(id, rows);  // a leaf in rows reads its loads where its parent holds them (load_into)
+      if (!node(id).in_rows()) pull_loads(id, rows);  // a leaf in rows reads its loads where its parent holds them (load_into)
       leaf(tree_->link(id).body);
     });
   }
@@ -753,7 +763,7 @@ class HandleTree {
         *tree_, prologue.count, prologue.f, [&](int id) { leaf_in(tree_->link(id).body); },
         [&](int id) { (this->*assemble)(id, rows); }, [&] { (this->*base)(rows); },
         [&](int id) { disassemble_node(id, rows); }, [&](int id) {
-          if (!node(id).in_rows) pull_loads(id, rows);  // as in disassemble()
+          if (!node(id).in_rows()) pull_loads(id, rows);  // as in disassemble()
           leaf_out(tree_->link(id).body);
         });
   }
@@ -948,7 +958,16 @@ class HandleTree {
     return n.eliminated().size() == 1 && n.eliminated().front().left >= 0 && n.eliminated().front().right >= 0 &&
            n.size() <= kMaxSingleHandles && fixed_rows(n.eliminated().front().rows);
   }
-  static bool uses_single(const Node& n) { return n.single_at != nullptr; }
+  static bool uses_single(const Node& n) { return n.single(); }
+  /// A single-joint elimination whose every handle has as many rows as the joint (Kind::RowsSingleUniform).
+  bool every_handle_as_eliminated(const Node& n) const {
+    return std::all_of(n.handles().begin(), n.handles().end(), [&](int j) { return sides_[static_cast<std::size_t>(j)].rows == n.m; });
+  }
+  /// A node's ints in offset_arena_: h + 1 offsets, then h chars of holds_p in whole ints.
+  static std::size_t offset_record_size(int h) {
+    const auto handles = static_cast<std::size_t>(h);
+    return handles + 1 + (handles + sizeof(int) - 1) / sizeof(int);
+  }
   /// A single-joint elimination's blocks (Node::single_at), M its rows (n.m).
   template <int M = Eigen::Dynamic>
   static Eigen::Map<Eigen::Matrix<S, M, 1>> beta_hat_of(const Node& n) { return {n.single_at, n.m}; }
@@ -976,10 +995,9 @@ class HandleTree {
   Arena scalar_arena_;  // the eliminations' kept blocks; K_r, b_r, f_r (and a multiple's Z, Y) of nodes not in the stack
   Arena stack_arena_;   // the stack buffers of place_in_stack, each subtree's from a cache line
   std::vector<std::size_t> stack_offset_;  // where each buffer starts in stack_arena_
-  std::vector<int> offset_arena_;
-  std::vector<int> handle_arena_;  // the nodes' handles, holds_p, from and eliminated
+  std::vector<int> offset_arena_;  // the nodes' offsets (h + 1 each) and holds_p (h chars each, in whole ints)
+  std::vector<int> handle_arena_;  // the nodes' handles, from and eliminated
   std::vector<const S*> pull_arena_;  // where each node's handle finds its load in its parent (set_pulls)
-  std::vector<char> holds_p_arena_;
   std::vector<typename Node::Source> from_arena_;
   std::vector<Eliminated> eliminated_arena_;
   struct Base {  // the root's handles eliminated against ground

@@ -75,7 +75,7 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
       leaf_blocks_(leaf_blocks),
       keeps_inverse_(bias_passes == BiasPasses::Allowed),
       nodes_(tree.nodes().size()) {
-  static_assert(offsetof(Node, multiple) <= 64, "the fields every pass reads at a node fit in a cache line");
+  static_assert(sizeof(void*) != 8 || sizeof(Node) <= 64, "a node's record fits in a cache line");
   for (std::size_t j = 0; j < sides_.size(); ++j)
     if (sides_[j].rows < 0 || sides_[j].rows > Dim)
       throw std::invalid_argument("dc::HandleTree: joint " + std::to_string(j) + " has " + std::to_string(sides_[j].rows) +
@@ -94,9 +94,10 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
   std::size_t shared_size = 0, offset_size = 0;
   for (int id = 0; id < static_cast<int>(nodes_.size()); ++id) {
     Node& n = node(id);
-    offset_size += static_cast<std::size_t>(n.size()) + 1;
-    n.in_rows = !tree.node(id).is_leaf() || !shared_leaves;
-    if (!n.in_rows) ++shared_size;
+    offset_size += offset_record_size(n.size());
+    const bool in_rows = !tree.node(id).is_leaf() || !shared_leaves;
+    n.kind = in_rows ? Node::Kind::Rows : k_diagonal ? Node::Kind::SharedDiagonalK : Node::Kind::SharedK;
+    if (!in_rows) ++shared_size;
   }
   if (k_diagonal) shared_diagonal_arena_.assign(shared_size, SharedLeafDiagonalK{});
   else shared_arena_.assign(shared_size, SharedLeafK{});
@@ -106,11 +107,10 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
     Node& n = node(id);
     const auto h = static_cast<std::size_t>(n.size());
     n.offset_at = offset_arena_.data() + o_at;
-    o_at += h + 1;
+    o_at += offset_record_size(n.size());
     for (std::size_t i = 0; i < h; ++i) n.offset_at[i + 1] = n.offset_at[i] + sides_[static_cast<std::size_t>(n.handles()[i])].rows;
     n.handle_rows = static_cast<std::int8_t>(n.uniform_rows());  // at most Dim
-    if (n.in_rows) continue;
-    n.k_diagonal = k_diagonal;
+    if (n.in_rows()) continue;
     if (k_diagonal) n.shared_at = shared_diagonal_arena_.data() + shared_at++;
     else n.shared_at = shared_arena_.data() + shared_at++;
   }
@@ -127,7 +127,7 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
   std::size_t multiples = 0, scalar_size = 0;
   for (int id : order) {
     const Node& n = node(id);
-    if (!n.in_rows) continue;
+    if (!n.in_rows()) continue;
     const auto r = static_cast<std::size_t>(n.rows()), m = static_cast<std::size_t>(n.m);
     if (buffer[static_cast<std::size_t>(id)] < 0) {
       rows_at[static_cast<std::size_t>(id)] = scalar_size = aligned(scalar_size);
@@ -147,15 +147,17 @@ HandleTree<S, Dim>::HandleTree(const AssemblyTree& tree, std::vector<JointSides>
   std::size_t mu_at = 0;
   for (int id : order) {
     Node& n = node(id);
-    if (!n.in_rows) continue;
+    if (!n.in_rows()) continue;
     const int k = buffer[static_cast<std::size_t>(id)];
     S* x = k >= 0 ? stack_arena_.data() + stack_offset_[static_cast<std::size_t>(k)] : scalar_arena_.data() + rows_at[static_cast<std::size_t>(id)];
     n.rows_at = x;  // K~ (r x r), then b~ and f~ (r each): Node::K_hat(), b_hat(), f_hat()
     S* e = scalar_arena_.data() + kept_at[static_cast<std::size_t>(id)];
     if (takes_single(n)) {
+      n.kind = every_handle_as_eliminated(n) ? Node::Kind::RowsSingleUniform : Node::Kind::RowsSingle;
       n.single_at = e;
     } else if (n.m > 0) {
       Multiple& several = multiples_[mu_at++];
+      n.kind = Node::Kind::RowsMultiple;
       n.multiple = &several;
       several.at = multiple_layout(n.m);
       several.Z_at = x + scratch_offset(n);
@@ -192,7 +194,6 @@ void HandleTree<S, Dim>::take_records(const std::vector<int>& order) {
     if (!a.is_leaf()) from += count(a.handles), eliminated += count(a.eliminated);
   }
   handle_arena_.assign(handles, 0);
-  holds_p_arena_.assign(handles, 0);
   from_arena_.assign(from, {});
   eliminated_arena_.assign(eliminated, {});
   std::size_t h_at = 0, from_at = 0, e_at = 0;
@@ -203,7 +204,6 @@ void HandleTree<S, Dim>::take_records(const std::vector<int>& order) {
     n.handles_at = handle_arena_.data() + h_at;
     n.h = static_cast<int>(h);
     std::copy_if(a.handles.begin(), a.handles.end(), n.handles().begin(), loaded);
-    n.holds_p_at = holds_p_arena_.data() + h_at;
     h_at += h;
     if (a.is_leaf()) continue;
     n.from_at = from_arena_.data() + from_at;
@@ -257,7 +257,7 @@ std::vector<int> HandleTree<S, Dim>::place_in_stack() {
       if (capacity.size() <= static_cast<std::size_t>(k)) capacity.resize(static_cast<std::size_t>(k) + 1, 0);
       stack.push_back({id, k});
       const Node& n = node(id);
-      if (id == s.back() || !n.in_rows) continue;
+      if (id == s.back() || !n.in_rows()) continue;
       buffer[static_cast<std::size_t>(id)] = k;
       capacity[static_cast<std::size_t>(k)] = std::max(capacity[static_cast<std::size_t>(k)], rows_block_size(n));
     }
@@ -298,8 +298,6 @@ void HandleTree<S, Dim>::setup_node(int id) {
     const int j = n.handles()[i], l = handle_index(left, j);
     n.from()[i] = l >= 0 ? typename Node::Source{0, l} : typename Node::Source{1, handle_index(right, j)};
   }
-  n.uniform = n.eliminated().size() == 1 &&
-              std::all_of(n.handles().begin(), n.handles().end(), [&](int j) { return sides_[static_cast<std::size_t>(j)].rows == n.m; });
 }
 
 // K~, b~, f~ (r (r + 2) scalars) and, for a several-joint elimination (several joints, a joint to
@@ -329,7 +327,7 @@ template <int RA, int RB, class Out>
 [[gnu::always_inline]] inline void HandleTree<S, Dim>::k_rows_into(Out&& out, const Node& c, int a, int b,
                                                                    const std::vector<JointRows<S, Dim>>& rows) const {
   const int ma = rows_at(c, a), mb = rows_at(c, b);
-  if (c.in_rows) {
+  if (c.in_rows()) {
     out = c.K_hat().template block<RA, RB>(c.o(a), c.o(b), ma, mb);
     return;
   }
@@ -340,13 +338,13 @@ template <int RA, int RB, class Out>
     if (ja.arm_rows && jb.arm_rows) {  // arm rows both sides (never unit rows): by cross products
       using O = std::decay_t<Out>;
       if constexpr (std::is_base_of_v<Eigen::PlainObjectBase<O>, O>) out.resize(ma, mb);  // a matrix (k_rows'), not a block
-      if (c.k_diagonal) arm_k(out, ja, pa, *static_cast<const SharedLeafDiagonalK*>(c.shared_at), jb, pb);
+      if (c.k_diagonal()) arm_k(out, ja, pa, *static_cast<const SharedLeafDiagonalK*>(c.shared_at), jb, pb);
       else arm_k(out, ja, pa, static_cast<const SharedLeafK*>(c.shared_at)->K, jb, pb);
       return;
     }
   Mat K_written;  // a block-diagonal K written out, for rows of other kinds
-  if (c.k_diagonal) written_K(c, K_written);
-  const Mat& K = c.k_diagonal ? K_written : static_cast<const SharedLeafK*>(c.shared_at)->K;
+  if (c.k_diagonal()) written_K(c, K_written);
+  const Mat& K = c.k_diagonal() ? K_written : static_cast<const SharedLeafK*>(c.shared_at)->K;
   if (ja.unit_rows && jb.unit_rows) {
     out = (unit_sign(pa) * unit_sign(pb)) * K.template block<RA, RB>(0, 0, ma, mb);
     return;
@@ -369,7 +367,7 @@ template <class S, int Dim>
 template <int RA>
 [[gnu::always_inline]] inline typename HandleTree<S, Dim>::template Rows<RA, 1> HandleTree<S, Dim>::b_rows(const Node& c, int a,
                                                                               const std::vector<JointRows<S, Dim>>& rows) const {
-  if (c.in_rows) return c.b_hat().template segment<RA>(c.o(a), rows_at(c, a));
+  if (c.in_rows()) return c.b_hat().template segment<RA>(c.o(a), rows_at(c, a));
   return project<RA>(c, a, c.shared_at->b, rows);
 }
 
@@ -380,7 +378,7 @@ template <class Derived>
 void HandleTree<S, Dim>::put_load(Node& c, int a, const Eigen::MatrixBase<Derived>& lambda,
                                   const std::vector<JointRows<S, Dim>>& rows) {
   constexpr int R = Derived::RowsAtCompileTime;
-  if (c.in_rows) c.f_hat().template segment<R>(c.o(a), lambda.size()) = lambda;
+  if (c.in_rows()) c.f_hat().template segment<R>(c.o(a), lambda.size()) = lambda;
   else c.shared_at->f += spread(c, a, lambda, rows);
 }
 
@@ -522,7 +520,7 @@ void HandleTree<S, Dim>::assemble_node(int id, const std::vector<JointRows<S, Di
   const AssemblyTree::Link& a = tree_->link(id);
   const Node* const side[2] = {&node(a.left), &node(a.right)};
   if (uses_single(n)) {
-    dispatch_rows(n.eliminated().front().rows, single_sizes(n.uniform, n.size(), [&]<int M, int MK, int H>() { eliminate_single<M, MK, H>(n, side, rows); }));
+    dispatch_rows(n.eliminated().front().rows, single_sizes(n.uniform(), n.size(), [&]<int M, int MK, int H>() { eliminate_single<M, MK, H>(n, side, rows); }));
   } else if (n.m > 0) {
     eliminate_multiple(n, side, rows);
   } else {  // the children share no joint: C is their union
@@ -543,7 +541,7 @@ void HandleTree<S, Dim>::assemble_node(int id, const std::vector<JointRows<S, Di
 template <class S, int Dim>
 void HandleTree<S, Dim>::connect_base(const std::vector<JointRows<S, Dim>>& rows) {
   Node& root = node(tree_->root());
-  if (!root.in_rows) root.shared_at->f.setZero();
+  if (!root.in_rows()) root.shared_at->f.setZero();
   std::fill(root.f_r().begin(), root.f_r().end(), S(0));
   if (base_.m == 0) return;  // free-floating
   BaseElimination<S>& e = base_.multiple;
@@ -560,7 +558,7 @@ void HandleTree<S, Dim>::connect_base(const std::vector<JointRows<S, Dim>>& rows
 template <class S, int Dim>
 void HandleTree<S, Dim>::connect_base_bias(const std::vector<JointRows<S, Dim>>& rows) {
   Node& root = node(tree_->root());
-  if (!root.in_rows) root.shared_at->f.setZero();
+  if (!root.in_rows()) root.shared_at->f.setZero();
   std::fill(root.f_r().begin(), root.f_r().end(), S(0));
   if (base_.m > 0) base_loads(rows);
 }
@@ -589,7 +587,7 @@ void HandleTree<S, Dim>::assemble_bias_node(int id, const std::vector<JointRows<
     n.b_hat().segment(n.o(i), rows_at(n, i)) = b_rows(*side[si.side], si.index, rows);
   }
   if (uses_single(n)) {
-    dispatch_rows(n.eliminated().front().rows, single_sizes(n.uniform, n.size(), [&]<int M, int MK, int H>() { bias_single<M, MK, H>(n, side, rows); }));
+    dispatch_rows(n.eliminated().front().rows, single_sizes(n.uniform(), n.size(), [&]<int M, int MK, int H>() { bias_single<M, MK, H>(n, side, rows); }));
   } else if (n.m > 0) {
     bias_multiple(n, side, rows);
   }
@@ -631,7 +629,7 @@ void HandleTree<S, Dim>::disassemble_node(int id, const std::vector<JointRows<S,
   Node& n = node(id);
   pull_loads(id, rows);
   if (uses_single(n)) {
-    dispatch_rows(n.eliminated().front().rows, single_sizes(n.uniform, n.size(), [&]<int M, int MK, int H>() { recover_single<M, MK, H>(n); }));
+    dispatch_rows(n.eliminated().front().rows, single_sizes(n.uniform(), n.size(), [&]<int M, int MK, int H>() { recover_single<M, MK, H>(n); }));
     return;
   }
   // lambda = beta_hat - sum_j W_j lambda_j (paper 004, Eq. 45) of the joints eliminated here.
@@ -657,7 +655,7 @@ void HandleTree<S, Dim>::pull_loads(int id, const std::vector<JointRows<S, Dim>>
   if (id == tree_->root()) return;
   Node& n = node(id);
   const S* const* from = pulls(n);
-  if (n.in_rows) {
+  if (n.in_rows()) {
     S* f = n.f_hat().data();
     // In the kernels' fixed sizes, as the parent's kernel wrote them and the node's reads them (a
     // copy by other pieces would stall the reads on store forwarding); every handle's at once

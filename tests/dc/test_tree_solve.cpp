@@ -206,7 +206,7 @@ TreeResult tree_solve(const Model& m, const Problem& p, bool shared, const Paral
       if (shared) node.set_shared_b(b);  // T_a = I: the same b at every handle
       else core.set_leaf_bias(node, a, b, p.rows);
       if (bias_only) continue;
-      if (shared && node.k_diagonal) {  // Minv = diag(k I, K_w) (BlockDiagonalLeavesGiveTheNumbersOfFullOnes)
+      if (shared && node.k_diagonal()) {  // Minv = diag(k I, K_w) (BlockDiagonalLeavesGiveTheNumbersOfFullOnes)
         node.set_shared_k(Minv(0, 0), Minv.bottomRightCorner<3, 3>());
         continue;
       }

@@ -77,13 +77,15 @@ void expect_mobility_rows(const std::vector<int>& counts, std::mt19937& rng, con
   }
   typename dc::HandleTree<double, Dim>::Node leaf;
   std::vector<int> handles(counts.size());
-  std::vector<char> holds_p(counts.size());
-  for (int j = 0; j < n; ++j) handles[static_cast<std::size_t>(j)] = j, holds_p[static_cast<std::size_t>(j)] = j % 2;
+  for (int j = 0; j < n; ++j) handles[static_cast<std::size_t>(j)] = j;
+  const int r = offset.back();
+  std::vector<int> record = offset;  // the offsets, then holds_p's chars in whole ints (Node::holds_p)
+  record.resize(offset.size() + (counts.size() + sizeof(int) - 1) / sizeof(int), 0);
   leaf.handles_at = handles.data();
   leaf.h = n;
-  leaf.holds_p_at = holds_p.data();
-  leaf.offset_at = offset.data();
-  std::vector<double> K(static_cast<std::size_t>(offset.back() * (offset.back() + 2)), 0.0);  // K~, b~, f~
+  leaf.offset_at = record.data();
+  for (int j = 0; j < n; ++j) leaf.holds_p()[static_cast<std::size_t>(j)] = static_cast<char>(j % 2);
+  std::vector<double> K(static_cast<std::size_t>(r * (r + 2)), 0.0);  // K~, b~, f~
   leaf.rows_at = K.data();
   jc::mobility_rows<double, Dim>(inverse_mass, J_inverse, l, rows, leaf);
   MatD M_inverse = MatD::Zero();
