@@ -107,18 +107,22 @@ class Topology {
 
 /// A node of an AssemblyTree. Its joint lists lie in its tree's arrays (a std::vector each cost a
 /// heap block a list, 0.25 KB a body with its bodies' list, which AssemblyTree::bodies() now makes
-/// on demand): they live as long as the tree.
+/// on demand), its eliminated joints then its handles, from one pointer and two counts (two spans
+/// took 16 bytes more): they live as long as the tree.
 struct AssemblyNode {
   int left = -1, right = -1, parent = -1;
   int body = -1;                // the body of a leaf; -1 for inner nodes
   int height = 0;               // 0 for leaves
   int first = -1;               // the smallest id in its subtree: the subtree is the ids first ... its own
-  std::span<const int> eliminated;  // joints between the left and right children, and the joints to ground of a
-                                    // child that is a leaf (one-sided), ascending
-  std::span<const int> handles;     // joints between these bodies and the rest, ascending: of a leaf, every joint
-                                    // of its body; of an inner node, none to ground (the root of a one-body
-                                    // model is its leaf)
+  const int* joints_at = nullptr;  // eliminated_count joints, then handle_count, in the tree's joints_
+  int eliminated_count = 0, handle_count = 0;
   bool is_leaf() const { return body >= 0; }
+  /// Joints between the left and right children, and the joints to ground of a child that is a
+  /// leaf (one-sided), ascending.
+  std::span<const int> eliminated() const { return {joints_at, static_cast<std::size_t>(eliminated_count)}; }
+  /// Joints between these bodies and the rest, ascending: of a leaf, every joint of its body; of
+  /// an inner node, none to ground (the root of a one-body model is its leaf).
+  std::span<const int> handles() const { return {joints_at + eliminated_count, static_cast<std::size_t>(handle_count)}; }
 };
 
 class AssemblyTree {
@@ -185,7 +189,7 @@ class AssemblyTree {
   void cut_subtrees(int threads);
 
   std::vector<AssemblyNode> nodes_;
-  std::vector<int> eliminated_, handles_;  // the nodes' lists, node after node in id order
+  std::vector<int> joints_;  // the nodes' eliminated joints and handles, node after node in id order
   std::vector<Link> links_;  // nodes_' left, right and body, by id
   std::vector<int> leaf_of_;
   std::vector<std::vector<int>> levels_;

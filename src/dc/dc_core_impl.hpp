@@ -190,8 +190,8 @@ void HandleTree<S, Dim>::take_records(const std::vector<int>& order) {
   std::size_t handles = 0, from = 0, eliminated = 0;
   for (int id : order) {
     const AssemblyNode& a = tree_->node(id);
-    handles += count(a.handles);
-    if (!a.is_leaf()) from += count(a.handles), eliminated += count(a.eliminated);
+    handles += count(a.handles());
+    if (!a.is_leaf()) from += count(a.handles()), eliminated += count(a.eliminated());
   }
   handle_arena_.assign(handles, 0);
   from_arena_.assign(from, {});
@@ -200,16 +200,16 @@ void HandleTree<S, Dim>::take_records(const std::vector<int>& order) {
   for (int id : order) {
     const AssemblyNode& a = tree_->node(id);
     Node& n = node(id);
-    const std::size_t h = count(a.handles);
+    const std::size_t h = count(a.handles());
     n.handles_at = handle_arena_.data() + h_at;
     n.h = static_cast<int>(h);
-    std::copy_if(a.handles.begin(), a.handles.end(), n.handles().begin(), loaded);
+    std::copy_if(a.handles().begin(), a.handles().end(), n.handles().begin(), loaded);
     h_at += h;
     if (a.is_leaf()) continue;
     n.from_at = from_arena_.data() + from_at;
     from_at += h;
     n.eliminated_at = eliminated_arena_.data() + e_at;
-    n.eliminated_count = static_cast<int>(count(a.eliminated));
+    n.eliminated_count = static_cast<int>(count(a.eliminated()));
     e_at += n.eliminated().size();
   }
 }
@@ -285,7 +285,7 @@ void HandleTree<S, Dim>::setup_node(int id) {
   const Node& left = node(a.left);
   const Node& right = node(a.right);
   std::size_t e = 0;
-  for (int j : a.eliminated) {
+  for (int j : a.eliminated()) {
     if (!loaded(j)) continue;
     const int rows = sides_[static_cast<std::size_t>(j)].rows;
     const int l = handle_index(left, j), r = handle_index(right, j);

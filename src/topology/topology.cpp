@@ -470,7 +470,7 @@ int AssemblyTree::build(std::vector<int> bodies, const Context& ctx, int budget)
 
 void AssemblyTree::attach_joints(const Model& model) {
   // Each node's lists are gathered first, then laid out node after node in id order (the passes'
-  // order) in eliminated_ and handles_, which the nodes' spans point into.
+  // order) in joints_, which the nodes point into.
   std::vector<std::vector<int>> eliminated(nodes_.size()), handles(nodes_.size());
   auto ancestors = [&](int leaf) {
     std::vector<int> path;
@@ -499,19 +499,20 @@ void AssemblyTree::attach_joints(const Model& model) {
         handles[static_cast<std::size_t>(id)].push_back(j);
       }
   }
-  auto lay_out = [&](std::vector<std::vector<int>>& lists, std::vector<int>& all, std::span<const int> AssemblyNode::*member) {
-    std::size_t total = 0;
-    for (const auto& list : lists) total += list.size();
-    all.clear();
-    all.reserve(total);  // no reallocation below: the spans stay valid
-    for (std::size_t id = 0; id < lists.size(); ++id) {
-      nodes_[id].*member = std::span<const int>(all.data() + all.size(), lists[id].size());
-      all.insert(all.end(), lists[id].begin(), lists[id].end());
-      std::vector<int>().swap(lists[id]);
-    }
-  };
-  lay_out(eliminated, eliminated_, &AssemblyNode::eliminated);
-  lay_out(handles, handles_, &AssemblyNode::handles);
+  std::size_t total = 0;
+  for (std::size_t id = 0; id < nodes_.size(); ++id) total += eliminated[id].size() + handles[id].size();
+  joints_.clear();
+  joints_.reserve(total);  // no reallocation below: the nodes' pointers stay valid
+  for (std::size_t id = 0; id < nodes_.size(); ++id) {
+    AssemblyNode& n = nodes_[id];
+    n.joints_at = joints_.data() + joints_.size();
+    n.eliminated_count = static_cast<int>(eliminated[id].size());
+    n.handle_count = static_cast<int>(handles[id].size());
+    joints_.insert(joints_.end(), eliminated[id].begin(), eliminated[id].end());
+    joints_.insert(joints_.end(), handles[id].begin(), handles[id].end());
+    std::vector<int>().swap(eliminated[id]);
+    std::vector<int>().swap(handles[id]);
+  }
 }
 
 std::vector<int> AssemblyTree::bodies(int id) const {
@@ -524,7 +525,7 @@ std::vector<int> AssemblyTree::bodies(int id) const {
 
 int AssemblyTree::max_handles() const {
   std::size_t m = 0;
-  for (const auto& n : nodes_) m = std::max(m, n.handles.size());
+  for (const auto& n : nodes_) m = std::max(m, n.handles().size());
   return static_cast<int>(m);
 }
 
@@ -541,9 +542,9 @@ std::string AssemblyTree::to_ascii(const Model& model) const {
     if (n.is_leaf()) {
       out += model.bodies[static_cast<std::size_t>(n.body)].name;
     } else {
-      out += "(" + names(n.eliminated) + ")";
+      out += "(" + names(n.eliminated()) + ")";
     }
-    if (!n.handles.empty() && (top || !n.is_leaf())) out += " handles " + names(n.handles);
+    if (!n.handles().empty() && (top || !n.is_leaf())) out += " handles " + names(n.handles());
     out += "\n";
     if (n.is_leaf()) return;
     const std::string child_prefix = top ? "" : prefix + (last ? "    " : "│   ");

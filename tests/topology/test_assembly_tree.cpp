@@ -35,7 +35,7 @@ void expect_valid(const Model& m, const AssemblyTree& tree) {
     EXPECT_EQ(bodies, tree.bodies(id));
     for (int b = 0; b < m.body_count(); ++b) EXPECT_EQ(tree.contains(id, b), std::binary_search(bodies.begin(), bodies.end(), b));
     EXPECT_EQ(n.height, 1 + std::max(tree.node(n.left).height, tree.node(n.right).height));
-    for (int j : n.eliminated) {
+    for (int j : n.eliminated()) {
       EXPECT_EQ(eliminated_at[static_cast<std::size_t>(j)], -1) << "joint eliminated twice";
       eliminated_at[static_cast<std::size_t>(j)] = id;
       const Joint& joint = m.joints[static_cast<std::size_t>(j)];
@@ -48,14 +48,14 @@ void expect_valid(const Model& m, const AssemblyTree& tree) {
         EXPECT_TRUE((in(L, joint.parent) && in(R, joint.child)) || (in(R, joint.parent) && in(L, joint.child)));
       }
     }
-    for (int j : n.handles)  // an inner node carries no joint to ground
+    for (int j : n.handles())  // an inner node carries no joint to ground
       EXPECT_TRUE(m.joints[static_cast<std::size_t>(j)].parent != kGround && m.joints[static_cast<std::size_t>(j)].child != kGround)
           << m.joints[static_cast<std::size_t>(j)].name;
   }
   for (std::size_t j = 0; j < m.joints.size(); ++j) {
     const bool to_ground = m.joints[j].parent == kGround || m.joints[j].child == kGround;
     if (to_ground && tree.node(tree.root()).is_leaf()) {  // a one-body model: the base connection's
-      const auto& root_handles = tree.node(tree.root()).handles;
+      const auto& root_handles = tree.node(tree.root()).handles();
       EXPECT_TRUE(std::find(root_handles.begin(), root_handles.end(), static_cast<int>(j)) != root_handles.end());
     } else {
       EXPECT_NE(eliminated_at[j], -1) << "joint " << m.joints[j].name << " never eliminated";
@@ -173,7 +173,7 @@ TEST(AssemblyTree, ABranchedTreeIsSplitAtSingleJoints) {
   for (int id = 0; id < static_cast<int>(tree.nodes().size()); ++id) {
     const AssemblyNode& n = tree.node(id);
     if (n.is_leaf()) continue;
-    const auto joined = std::count_if(n.eliminated.begin(), n.eliminated.end(), [&](int j) {
+    const auto joined = std::count_if(n.eliminated().begin(), n.eliminated().end(), [&](int j) {
       return m.joints[static_cast<std::size_t>(j)].parent != kGround && m.joints[static_cast<std::size_t>(j)].child != kGround;
     });
     EXPECT_EQ(joined, 1) << "node " << id << " joins its children at " << joined << " joints";
@@ -210,7 +210,7 @@ TEST(AssemblyTree, ALaddersGroundPivotsStayLowAndItsNodesKeepFewHandles) {
     const AssemblyTree tree(m, Topology(m));
     expect_valid(m, tree);
     EXPECT_LE(tree.max_handles(), 4) << n;
-    EXPECT_TRUE(tree.node(tree.root()).handles.empty()) << n;
+    EXPECT_TRUE(tree.node(tree.root()).handles().empty()) << n;
     EXPECT_LE(tree.height(), static_cast<int>(std::ceil(std::log2(m.body_count()))) + 1) << n;
   }
 }
