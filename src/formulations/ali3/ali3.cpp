@@ -34,7 +34,7 @@ using Rows = dc::JointRows<double, 6>;
 struct BodyData {
   Vec7 q, qd, qdd;               // current iterate (Eqs. 15-16 keep qd, qdd tied to q: trapezoidal_increment)
   Vec4 p_tangent = Vec4::Zero(); // the Euler parameters the tangent K = (h^2/4) M_cc^-1 of the last full pass
-                                 // was built at (K_times; K_full_ with geometric stiffness): T = diag(I, 2 E(p_tangent))
+                                 // was built at (K_times_in_twist; K_full_ with geometric stiffness): T = diag(I, 2 E(p_tangent))
   double mu = 0.0;               // normalisation multiplier
   double bias_p = 0.0;           // p_tangent' b_p of the leaf's b = K x in the current pass: with the
                                  // twist T b its leaf holds, all of b (solution, from_twist)
@@ -260,17 +260,18 @@ class Ali3 final : public Formulation {
   }
 
 
-  /// K x for body i's held tangent: K is block diagonal (translation, Euler parameters), applied
-  /// in closed form from its leaf's blocks, unless geometric stiffness couples them.
-  /// With `twist`, also T K x (T at the tangent's p: the leaf's b on the tree's twist space).
-  Vec7 K_times(int i, const Vec7& x, Vec6* twist = nullptr) const {
+  /// T K x for body i's held tangent (T = diag(I, 2 E(p)) at the tangent's p: a leaf's b on the
+  /// tree's twist space) and along_p = p'(K x)_p, which with it gives K x (from_twist): in closed
+  /// form from its leaf's blocks (closed_form_tangent_twist) unless geometric stiffness couples K's.
+  Vec6 K_times_in_twist(int i, const Vec7& x, double& along_p) const {
+    const Vec4& p = body(i).p_tangent;
     if (options_.geometric_stiffness) {
       const Vec7 Kx = K_full_[static_cast<std::size_t>(i)] * x;
-      if (twist) *twist = in_twist(Kx, body(i).p_tangent);
-      return Kx;
+      along_p = p.dot(Kx.tail<4>());
+      return in_twist(Kx, p);
     }
     const auto& K = core_->leaf(i).shared_diagonal();
-    return closed_form_tangent_times(K.k, K.K_w, body(i).p_tangent, options_.alpha, x, twist);
+    return closed_form_tangent_twist(K.k, K.K_w, p, options_.alpha, x, along_p);
   }
 
   /// Body i's solution x = b + K T' f after its leaf's disassembly, f its twist-space loads. b is
@@ -280,7 +281,8 @@ class Ali3 final : public Formulation {
   Vec7 solution(int i, const Tree::Node& leaf) const {
     const BodyData& b = body(i);
     const Vec4& p = b.p_tangent;
-    if (options_.geometric_stiffness) return from_twist(leaf.shared_b(), b.bias_p, p) + K_times(i, in_q(leaf.shared_f(), p));
+    if (options_.geometric_stiffness)
+      return from_twist(leaf.shared_b(), b.bias_p, p) + K_full_[static_cast<std::size_t>(i)] * in_q(leaf.shared_f(), p);
     return from_twist(leaf.shared_b() + leaf.shared_diagonal_response(), b.bias_p, p);
   }
 
@@ -295,8 +297,8 @@ class Ali3 final : public Formulation {
   /// (Eq. 23); sets T K T' as its leaf's K. With M_c = M (no geometric stiffness) both are
   /// in closed form: since E(p) p = 0 and E(p) G(p)' = (p'p) A, T K T' = (h^2/4) diag(I/m, A J^-1 A')
   /// — the inverse of the body's spatial inertia about its centre of mass, in which the penalty
-  /// does not appear — and K, block diagonal, is applied from those blocks and p (K_times,
-  /// closed_form_tangent_times); only p is kept. With geometric stiffness M_c is a general
+  /// does not appear — and K, block diagonal, is applied from those blocks and p (K_times_in_twist,
+  /// closed_form_tangent_twist); only p is kept. With geometric stiffness M_c is a general
   /// symmetric matrix, inverted by Cholesky.
   void tangent(int i, double t, double h, Tree::Node& leaf) {
     BodyData& b = body(i);
@@ -374,10 +376,7 @@ class Ali3 final : public Formulation {
       auto& node = core_->leaf(i);
       BodyData& b = body(i);
       if (full) tangent(i, t, h, node);
-      Vec6 bias_twist;
-      const Vec7 bias = K_times(i, bias_of(i), &bias_twist);
-      b.bias_p = b.p_tangent.dot(bias.tail<4>());
-      node.set_shared_b(bias_twist);
+      node.set_shared_b(K_times_in_twist(i, bias_of(i), b.bias_p));
     };
     auto leaf_out = [&](int i) {
       const Vec7 x = solution(i, core_->leaf(i));

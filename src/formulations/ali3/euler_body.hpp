@@ -97,22 +97,18 @@ inline void trapezoidal_increment(const Vec7& delta, double h, Vec7& q, Vec7& qd
 /// K_p = euler_block_inverse(J^-1, p, s alpha) = (1/4) G' J^-1 G / n^2 + p p' / (s alpha n^2), and
 /// since A G = E and K_w = s A J^-1 A',
 ///   s K_p x_p = (1/4) E' K_w E x_p / n^2 + p (p' x_p) / (alpha n^2),    E = E(p), G = G(p).
-/// Neither K_p nor J^-1 is held: 208 bytes a body. With `twist`, also T K x, the same product on
-/// the tree's twist space, from the same K_w E x_p: 2 E (s K_p x_p) = K_w E x_p / (2 n), since
-/// E E' = n I and E p = 0 (a leaf's b in both coordinates, for 12 multiplications less than
-/// in_twist of K x).
-inline Vec7 closed_form_tangent_times(double k, const Mat3& K_w, const Vec4& p, double alpha, const Vec7& x,
-                                      Vec6* twist = nullptr) {
+/// A leaf takes b = K x on the tree's twist space, T K x = [k x_v; 2 E (s K_p x_p)] =
+/// [k x_v; K_w E x_p / (2 n)] (E E' = n I, E p = 0), and its formulation keeps along_p =
+/// p'(K x)_p = p'x_p / (alpha n) (p'E' = 0), from which from_twist gives K x back. Neither K_p nor
+/// J^-1 is held: 208 bytes a body.
+inline Vec6 closed_form_tangent_twist(double k, const Mat3& K_w, const Vec4& p, double alpha, const Vec7& x,
+                                      double& along_p) {
   const Vec4 x_p = x.tail<4>();
-  const double n = p.squaredNorm(), n2 = n * n;
-  const Vec3 KEx = K_w * E_times<double>(p, x_p);
-  Vec7 out;
+  const double n = p.squaredNorm();
+  Vec6 out;
   out.head<3>() = k * x.head<3>();
-  out.tail<4>() = (0.25 / n2) * E_transpose_times<double>(p, KEx) + (p.dot(x_p) / (alpha * n2)) * p;
-  if (twist) {
-    twist->head<3>() = out.head<3>();
-    twist->tail<3>() = (0.5 / n) * KEx;
-  }
+  out.tail<3>() = (0.5 / n) * (K_w * E_times<double>(p, x_p));
+  along_p = p.dot(x_p) / (alpha * n);
   return out;
 }
 
@@ -152,7 +148,7 @@ struct TwistTangent {
 
 /// The Newton tangent without geometric stiffness (M_c = M), in closed form: with
 /// s = h^2 / 4, K = s M_cc^-1, M_cc = M + s alpha Psi_q' Psi_q (Eq. 23), block diagonal
-/// (closed_form_tangent_times applies it), and
+/// (closed_form_tangent_twist applies it), and
 /// T K T' = s diag(I/m, A J^-1 A') — the inverse of the body's spatial inertia about its centre of
 /// mass, in which the penalty does not appear (E(p) p = 0, E(p) G(p)' = (p'p) A). Returns T K T'
 /// (TwistTangent). A is the body's rotation (from the normalised p), J_inverse its body-frame
