@@ -105,9 +105,10 @@ inline Vec6 closed_form_tangent_twist(double k, const Mat3& K_w, const Vec4& p, 
                                       double& along_p) {
   const Vec4 x_p = x.tail<4>();
   const double n = p.squaredNorm();
+  const Vec3 KEx = K_w * E_times<double>(p, x_p);
   Vec6 out;
   out.head<3>() = k * x.head<3>();
-  out.tail<3>() = (0.5 / n) * (K_w * E_times<double>(p, x_p));
+  out.tail<3>() = (0.5 / n) * KEx;
   along_p = p.dot(x_p) / (alpha * n);
   return out;
 }
