@@ -10,8 +10,14 @@ JointBlocks::JointBlocks(const Model& model, const ConstraintSet& constraints, i
   std::vector<ConstraintBlock> blocks(static_cast<std::size_t>(constraints.block_count()));
   constraints.evaluate(0.0, initial_state(model), blocks, ConstraintParts::without_jdot());
   for (int k = 0; k < constraints.block_count(); ++k) {
-    blocks_of_[static_cast<std::size_t>(constraints.joint_of_block(k))].push_back(k);
-    block_rows_.push_back(blocks[static_cast<std::size_t>(k)].size());
+    const int j = constraints.joint_of_block(k);
+    const ConstraintBlock& b = blocks[static_cast<std::size_t>(k)];
+    const Joint& joint = model.joints[static_cast<std::size_t>(j)];
+    if (b.parent != joint.parent || b.child != joint.child)  // BlockLoads and wrench_on take the joint's sides
+      throw std::logic_error("JointBlocks: constraint block " + std::to_string(k) + " of joint '" + joint.name +
+                             "' acts on other bodies than its joint's");
+    blocks_of_[static_cast<std::size_t>(j)].push_back(k);
+    block_rows_.push_back(b.size());
   }
   for (int j = 0; j < model.joint_count(); ++j) {
     const Joint& joint = model.joints[static_cast<std::size_t>(j)];

@@ -21,12 +21,12 @@ namespace treedyn {
 
 class JointBlocks {
  public:
-  /// One block's J_P' lambda_k and J_C' lambda_k (on_p zero for a block to ground): what
+  /// One block's J_P' lambda_k and J_C' lambda_k (on_p unset for a block to ground): what
   /// wrench_on adds for it, made where the block is evaluated. A formulation that keeps them reads
-  /// 112 bytes a block where its leaves need the wrenches, not the 848-byte block (which, at
-  /// 65,536 bodies, a pass's prologue has long evicted when the leaves run).
+  /// 96 bytes a block where its leaves need the wrenches, not the 848-byte block (which, at
+  /// 65,536 bodies, a pass's prologue has long evicted when the leaves run). A block's bodies are
+  /// its joint's (the constructor checks).
   struct BlockLoads {
-    int parent = kGround;
     Vec6 on_p = Vec6::Zero(), on_c = Vec6::Zero();
   };
   /// Evaluates every block once at the model's initial state to learn the row counts; throws
@@ -126,11 +126,13 @@ class JointBlocks {
   /// same order, so the same numbers bit for bit.
   Vec6 wrench_on(int body, std::span<const int> handles, const std::vector<BlockLoads>& loads) const {
     Vec6 wrench = Vec6::Zero();
-    for (int j : handles)
+    for (int j : handles) {
+      const bool p_side = sides_[static_cast<std::size_t>(j)].body_p == body;
       for (int k : blocks_of(j)) {
         const BlockLoads& x = loads[static_cast<std::size_t>(k)];
-        wrench += x.parent == body ? x.on_p : x.on_c;
+        wrench += p_side ? x.on_p : x.on_c;
       }
+    }
     return wrench;
   }
 
@@ -198,7 +200,6 @@ class JointBlocks {
   template <class Block>
   void block_load(int k, const Block& b, const Eigen::VectorXd& lambda, BlockLoads& x) const {
     const auto lambda_k = lambda.template segment<kRows<Block>>(constraints_->offset(k), b.size());
-    x.parent = b.parent;
     x.on_c.setZero();
     x.on_c.noalias() += b.J_C.transpose() * lambda_k;
     if (b.parent == kGround) return;
