@@ -359,16 +359,16 @@ class Ali3 final : public Formulation {
   }
 
   /// One pass of the tree at `level`, writing the solution (qd or qdd) of every body to its member
-  /// `out` (none: a Newton pass's Delta q), and giving it to after(i, x). The joints' rows are evaluated first, in the pass's parallel region. With
-  /// `full` each leaf first builds the step's tangent at (t, h) and the pass builds the
-  /// elimination matrices; otherwise they are held (bias only). bias_of(i) is the x of body i's
-  /// b = K x (K its tangent).
+  /// `out` (none: a Newton pass's Delta q) and giving it to after(i, x). The joints' rows are
+  /// evaluated first, in the pass's parallel region. With `full` each leaf first builds the step's
+  /// tangent at (t, h) and the pass builds the elimination matrices; otherwise they are held (bias
+  /// only). bias_of(i) is the x of body i's b = K x (K its tangent).
   ///
   /// The tree works in twist space: with Phi_q = J T, T = diag(I, 2 E(p)) at the tangent's p,
   /// every matrix it eliminates is J (T K T') J' and a body's load Phi_q' lambda = T' (J' lambda).
   /// So a leaf enters with K_twist = T K T' and b_twist = T b, and leaves with x = b + K T' f from
-  /// its twist-space load f: the same solution as in the 7 coordinates, on 6 x 6 matrices. Without
-  /// geometric stiffness K T' f is the leaf's own response K_twist f mapped back (closed_form_response).
+  /// its twist-space load f: the same solution as in the 7 coordinates, on 6 x 6 matrices. b is
+  /// held only as T b (the leaf's) with p'b_p, and x mapped back from the twist space (solution).
   template <class Bias, class After = void (*)(int, const Vec7&)>
   void solve_tree(bool full, double t, double h, Level level, Vec7 BodyData::*out, Bias&& bias_of,
                   After&& after = [](int, const Vec7&) {}) {
