@@ -339,32 +339,33 @@ void AssemblyTree::cut_subtrees(int threads) {
 namespace {
 
 /// Breadth-first order of `bodies` inside the subset, each component from its first listed body
-/// (`start` is listed first).
+/// (`start` is listed first); the number of components into `components` when given. The order
+/// is its own queue: a body is listed when it is reached.
 std::vector<int> bfs_order(const std::vector<int>& bodies, int start, const std::vector<std::vector<int>>& neighbours,
-                           std::vector<char>& member, std::vector<char>& seen) {
+                           std::vector<char>& member, std::vector<char>& seen, int* components = nullptr) {
   for (int b : bodies) {
     member[static_cast<std::size_t>(b)] = 1;
     seen[static_cast<std::size_t>(b)] = 0;
   }
   std::vector<int> order;
+  order.reserve(bodies.size());
+  int found = 0;
   auto visit = [&](int first) {
     if (seen[static_cast<std::size_t>(first)]) return;
-    std::deque<int> queue{first};
+    ++found;
     seen[static_cast<std::size_t>(first)] = 1;
-    while (!queue.empty()) {
-      const int b = queue.front();
-      queue.pop_front();
-      order.push_back(b);
-      for (int n : neighbours[static_cast<std::size_t>(b)])
+    order.push_back(first);
+    for (std::size_t k = order.size() - 1; k < order.size(); ++k)
+      for (int n : neighbours[static_cast<std::size_t>(order[k])])
         if (member[static_cast<std::size_t>(n)] && !seen[static_cast<std::size_t>(n)]) {
           seen[static_cast<std::size_t>(n)] = 1;
-          queue.push_back(n);
+          order.push_back(n);
         }
-    }
   };
   visit(start);
   for (int b : bodies) visit(b);
   for (int b : bodies) member[static_cast<std::size_t>(b)] = 0;
+  if (components) *components = found;
   return order;
 }
 
@@ -451,11 +452,22 @@ int AssemblyTree::build(std::vector<int> bodies, const Context& ctx, int budget)
       best_split = split;
     }
   };
-  for (std::size_t k = 0; k < (small ? bodies.size() : 1); ++k)
-    consider(bfs_order(bodies, bodies[k], ctx.neighbours, ctx.member, ctx.seen), half);
-  if (small)
-    for (auto& [order, split] : single_joint_splits(bodies, ctx.neighbours, ctx.member, ctx.seen))
-      if (ceil_log2(std::max(split, order.size() - split)) <= budget - 1) consider(std::move(order), split);
+  int components = 0;
+  consider(bfs_order(bodies, bodies[0], ctx.neighbours, ctx.member, ctx.seen, &components), half);
+  if (small) {
+    // No split scores below (ceil(L/2), L): each of the subset's own H handles is a handle of
+    // exactly one part, and where the subset is connected every split cuts one of its joints at
+    // least, a handle of both parts (L = H + 2; H where it is not). A candidate is kept only if it
+    // scores strictly lower, so once the best reaches that bound the rest are not tried: the same
+    // tree, without a chain's search of every start and joint (quadratic in the subset's size).
+    const int L = handle_count(bodies, ctx.topology, ctx.ends, ctx.member) + (components == 1 ? 2 : 0);
+    auto unbeatable = [&] { return best_score == std::pair<int, int>{(L + 1) / 2, L}; };
+    for (std::size_t k = 1; k < bodies.size() && !unbeatable(); ++k)
+      consider(bfs_order(bodies, bodies[k], ctx.neighbours, ctx.member, ctx.seen), half);
+    if (!unbeatable())
+      for (auto& [order, split] : single_joint_splits(bodies, ctx.neighbours, ctx.member, ctx.seen))
+        if (ceil_log2(std::max(split, order.size() - split)) <= budget - 1) consider(std::move(order), split);
+  }
   const auto at = best.begin() + static_cast<std::ptrdiff_t>(best_split);
   const int left = build(std::vector<int>(best.begin(), at), ctx, budget - 1);
   const int right = build(std::vector<int>(at, best.end()), ctx, budget - 1);

@@ -245,3 +245,62 @@ TEST(AssemblyTree, NodesAreNumberedInPostOrderSoEverySubtreeIsARunOfIds) {
     }
   }
 }
+
+// A node of at most 64 bodies keeps, of the halves of a breadth-first order from each of its
+// bodies, one with the lowest score (the most handles of either half, then their total). The
+// search stops once a split reaches the score no split can go below (AssemblyTree::build); were
+// that bound wrong, a skipped start would beat the node's split here. Random trees with branches
+// and loops, the candidates recomputed from the joints alone.
+TEST(AssemblyTree, SmallNodesKeepASplitNoBreadthFirstHalvesBeat) {
+  std::mt19937 random(5);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int n = 3 + static_cast<int>(random() % 40);
+    Model m = make_chain(n, JointType::Spherical);
+    for (int c = 1; c < n; ++c)  // branches: a parent among the earlier bodies
+      if (random() % 2 == 0) m.joints[static_cast<std::size_t>(c)].parent = static_cast<int>(random() % static_cast<unsigned>(c));
+    for (int k = static_cast<int>(random() % 4); k > 0; --k) {  // loops between two bodies
+      Joint loop = m.joints[1];
+      loop.name = "loop" + std::to_string(k);
+      loop.parent = static_cast<int>(random() % static_cast<unsigned>(n));
+      do loop.child = static_cast<int>(random() % static_cast<unsigned>(n));
+      while (loop.child == loop.parent);
+      m.joints.push_back(loop);
+    }
+    SCOPED_TRACE("trial " + std::to_string(trial) + ", " + std::to_string(n) + " bodies");
+    const AssemblyTree tree(m, Topology(m));
+    expect_valid(m, tree);
+    std::vector<std::vector<int>> neighbours(static_cast<std::size_t>(n));
+    for (const Joint& j : m.joints)
+      if (j.parent != kGround) {
+        neighbours[static_cast<std::size_t>(j.parent)].push_back(j.child);
+        neighbours[static_cast<std::size_t>(j.child)].push_back(j.parent);
+      }
+    auto handles = [&](const std::vector<int>& part) {  // joints, not to ground, with one end in the part
+      int count = 0;
+      for (const Joint& j : m.joints) {
+        const bool p = std::count(part.begin(), part.end(), j.parent) > 0, c = std::count(part.begin(), part.end(), j.child) > 0;
+        if (j.parent != kGround && p != c) ++count;
+      }
+      return count;
+    };
+    auto score = [&](const std::vector<int>& a, const std::vector<int>& b) {
+      return std::pair<int, int>{std::max(handles(a), handles(b)), handles(a) + handles(b)};
+    };
+    for (int id = 0; id < static_cast<int>(tree.nodes().size()); ++id) {
+      const AssemblyNode& node = tree.node(id);
+      const std::vector<int> bodies = tree.bodies(id);
+      if (node.is_leaf() || bodies.size() > 64) continue;
+      const std::pair<int, int> kept = score(tree.bodies(node.left), tree.bodies(node.right));
+      for (int start : bodies) {
+        std::vector<int> order{start};  // breadth-first inside the node's bodies
+        for (std::size_t k = 0; k < order.size(); ++k)
+          for (int b : neighbours[static_cast<std::size_t>(order[k])])
+            if (std::binary_search(bodies.begin(), bodies.end(), b) && std::count(order.begin(), order.end(), b) == 0)
+              order.push_back(b);
+        if (order.size() != bodies.size()) break;  // not connected: its components' order is the tree's own
+        const auto half = order.begin() + static_cast<std::ptrdiff_t>((order.size() + 1) / 2);
+        EXPECT_LE(kept, score({order.begin(), half}, {half, order.end()})) << "node " << id << ", start " << start;
+      }
+    }
+  }
+}
