@@ -158,13 +158,16 @@ double wrap_near(double angle, double reference) {
 
 SystemState initial_state(const Model& model) {
   SystemState s(model.bodies.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const Body& b = model.bodies[i];
-    s[i].r = b.position;
-    s[i].q = b.orientation;
-    s[i].v = b.velocity;
-    s[i].w = b.angular_velocity;
-  }
+  for (std::size_t i = 0; i < s.size(); ++i) s[i] = initial_state(model.bodies[i]);
+  return s;
+}
+
+BodyState initial_state(const Body& body) {
+  BodyState s;
+  s.r = body.position;
+  s.q = body.orientation;
+  s.v = body.velocity;
+  s.w = body.angular_velocity;
   return s;
 }
 

@@ -28,7 +28,7 @@ AppliedLoads::AppliedLoads(const Model& model, const ExternalLoads* external)
       angle_reference_(model.rotational_springs.size() + model.actuators.size(), 0.0),
       mass_(model.bodies.size()) {
   for (std::size_t b = 0; b < model.bodies.size(); ++b) mass_[b] = model.bodies[b].mass;
-  update_angle_references(initial_state(model));
+  if (!angle_reference_.empty()) update_angle_references(initial_state(model));  // no angles, no state made
 }
 
 AppliedLoads::SpringKinematics AppliedLoads::spring_kinematics(const SpringDamper& s, const SystemState& state) const {
