@@ -2,7 +2,8 @@
 // spherical chain of n bodies (treedyn generate chain), from memory, so the disk is not timed;
 // and read_model_file of the file written once to the temporary directory (so in the page cache:
 // what a user's `treedyn simulate chain.json` pays to load it, the disk aside); and one sample's
-// rows of the result files.
+// rows of the result files; and the set-up between them: the assembly tree, and a Simulator of
+// dca, hdca and ali3 (formulation, tree, core, initial accelerations).
 //   build/bench/treedyn_bench_model_files --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
@@ -10,11 +11,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "treedyn/generators.hpp"
 #include "treedyn/kinematics.hpp"
 #include "treedyn/model_json.hpp"
 #include "treedyn/result_writer.hpp"
+#include "treedyn/simulator.hpp"
+#include "treedyn/topology.hpp"
 
 namespace {
 
@@ -77,6 +81,30 @@ void WriteResultRow(benchmark::State& state) {
   state.counters["numbers"] = static_cast<double>(13 * chain.bodies.size() + 3 * chain.joints.size());
 }
 
+// The assembly tree of the chain (its split search: AssemblyTree::build).
+void AssemblyTreeOfChain(benchmark::State& state) {
+  const treedyn::Model chain = treedyn::make_chain(static_cast<int>(state.range(0)), treedyn::JointType::Spherical);
+  const treedyn::Topology topology(chain);
+  for (auto _ : state) {
+    const treedyn::AssemblyTree tree(chain, topology);
+    benchmark::DoNotOptimize(tree.root());
+  }
+}
+// A Simulator of the chain, as `treedyn simulate` makes one after loading (dt 0.01 s).
+void SimulatorOfChain(benchmark::State& state, const char* formulation) {
+  const auto chain = std::make_shared<const treedyn::Model>(
+      treedyn::make_chain(static_cast<int>(state.range(0)), treedyn::JointType::Spherical));
+  treedyn::FormulationSettings settings;
+  settings.dt = 0.01;
+  for (auto _ : state) {
+    const treedyn::Simulator simulator(chain, formulation, settings);
+    benchmark::DoNotOptimize(simulator.time());
+  }
+}
+BENCHMARK(AssemblyTreeOfChain)->RangeMultiplier(4)->Range(1024, 65536)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(SimulatorOfChain, dca, "dca")->RangeMultiplier(4)->Range(1024, 65536)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(SimulatorOfChain, hdca, "hdca")->RangeMultiplier(4)->Range(1024, 65536)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(SimulatorOfChain, ali3, "ali3")->RangeMultiplier(4)->Range(1024, 65536)->Unit(benchmark::kMillisecond);
 BENCHMARK(WriteModelJson)->RangeMultiplier(4)->Range(1024, 65536)->Unit(benchmark::kMillisecond);
 BENCHMARK(ParseModelJson)->RangeMultiplier(4)->Range(1024, 65536)->Unit(benchmark::kMillisecond);
 BENCHMARK(ReadModelFile)->RangeMultiplier(4)->Range(1024, 65536)->Unit(benchmark::kMillisecond);
