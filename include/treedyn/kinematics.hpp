@@ -33,8 +33,9 @@ using SystemState = std::vector<BodyState>;
 
 /// The bodies' initial states as given in the model (accelerations zero).
 SystemState initial_state(const Model& model);
-/// One body's initial state as given in the model (accelerations zero), without the others'.
-BodyState initial_state(const Body& body);
+/// Body `body`'s initial state as given in the model (accelerations zero; ground's, at rest at the
+/// origin, for kGround), without making the others'.
+BodyState initial_state(const Model& model, int body);
 
 /// State of a body or of ground (index kGround: at rest at the origin).
 inline const BodyState& state_of(const SystemState& s, int body) {

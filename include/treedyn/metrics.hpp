@@ -28,6 +28,8 @@ struct MetricsSample {
 };
 
 double kinetic_energy(const Model& model, const SystemState& state);
+/// One body's kinetic energy in `state` (the sum's terms above, in body order).
+double kinetic_energy(const Body& body, const BodyState& state);
 
 /// The scales of a model that a run is judged by (docs/cli.md, "Self-judgement") and that
 /// defaults are chosen from (dca's Baumgarte stabilisation).

@@ -158,16 +158,18 @@ double wrap_near(double angle, double reference) {
 
 SystemState initial_state(const Model& model) {
   SystemState s(model.bodies.size());
-  for (std::size_t i = 0; i < s.size(); ++i) s[i] = initial_state(model.bodies[i]);
+  for (int i = 0; i < model.body_count(); ++i) s[static_cast<std::size_t>(i)] = initial_state(model, i);
   return s;
 }
 
-BodyState initial_state(const Body& body) {
+BodyState initial_state(const Model& model, int body) {
   BodyState s;
-  s.r = body.position;
-  s.q = body.orientation;
-  s.v = body.velocity;
-  s.w = body.angular_velocity;
+  if (body == kGround) return s;
+  const Body& b = model.bodies[static_cast<std::size_t>(body)];
+  s.r = b.position;
+  s.q = b.orientation;
+  s.v = b.velocity;
+  s.w = b.angular_velocity;
   return s;
 }
 

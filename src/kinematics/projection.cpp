@@ -97,19 +97,22 @@ std::string block_name(const Model& m, int k) {
   return "driver '" + m.drivers[static_cast<std::size_t>(k - m.joint_count())].name + "'";
 }
 
-}  // namespace
-
-ConsistencyReport check_state(const Model& model, double t, const SystemState& state, double tolerance,
-                              const std::string& which) {
+/// check_state's work, each block at its two bodies' states `state_of(body)` (ground's for kGround;
+/// a reference, or a state made for the block).
+template <class StateOf>
+ConsistencyReport check_blocks(const Model& model, double t, StateOf&& state_of, double tolerance, const std::string& which) {
   ConsistencyReport report;
   const ConstraintSet constraints(model);
   ConstraintBlock b;  // one block at a time, with what the check reads (all of them at once: 1 KB a joint)
   for (int k = 0; k < constraints.block_count(); ++k) {
-    constraints.evaluate_block(k, t, state, b, ConstraintParts::jacobians_only());
+    const Joint& joint = model.joints[static_cast<std::size_t>(constraints.joint_of_block(k))];
+    const BodyState& P = state_of(joint.parent);
+    const BodyState& C = state_of(joint.child);
+    constraints.evaluate_block(k, t, P, C, b, ConstraintParts::jacobians_only());
     if (b.size() == 0) continue;
     Vec6 V_P = Vec6::Zero(), V_C = Vec6::Zero();
-    V_P << state_of(state, b.parent).v, state_of(state, b.parent).w;
-    V_C << state_of(state, b.child).v, state_of(state, b.child).w;
+    V_P << P.v, P.w;
+    V_C << C.v, C.w;
     const double pos = b.phi.cwiseAbs().maxCoeff();
     const double vel = (b.J_P * V_P + b.J_C * V_C + b.phi_t).cwiseAbs().maxCoeff();
     report.max_position_error = std::max(report.max_position_error, pos);
@@ -120,8 +123,16 @@ ConsistencyReport check_state(const Model& model, double t, const SystemState& s
   return report;
 }
 
+}  // namespace
+
+ConsistencyReport check_state(const Model& model, double t, const SystemState& state, double tolerance,
+                              const std::string& which) {
+  return check_blocks(model, t, [&](int body) -> const BodyState& { return state_of(state, body); }, tolerance, which);
+}
+
 ConsistencyReport check_initial_state(const Model& model, double tolerance) {
-  return check_state(model, 0.0, initial_state(model), tolerance, "initial ");
+  // Each block's two bodies' initial states as it is checked: no state of the whole model is made.
+  return check_blocks(model, 0.0, [&](int body) { return initial_state(model, body); }, tolerance, "initial ");
 }
 
 std::string AssemblyReport::summary(const Model& model) const {

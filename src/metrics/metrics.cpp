@@ -8,13 +8,13 @@ namespace treedyn {
 
 double kinetic_energy(const Model& model, const SystemState& state) {
   double T = 0.0;
-  for (std::size_t i = 0; i < state.size(); ++i) {
-    const Body& b = model.bodies[i];
-    const BodyState& s = state[i];
-    const Mat3 A = s.q.toRotationMatrix();
-    T += 0.5 * b.mass * s.v.squaredNorm() + 0.5 * s.w.dot(A * b.inertia * A.transpose() * s.w);
-  }
+  for (std::size_t i = 0; i < state.size(); ++i) T += kinetic_energy(model.bodies[i], state[i]);
   return T;
+}
+
+double kinetic_energy(const Body& b, const BodyState& s) {
+  const Mat3 A = s.q.toRotationMatrix();
+  return 0.5 * b.mass * s.v.squaredNorm() + 0.5 * s.w.dot(A * b.inertia * A.transpose() * s.w);
 }
 
 namespace {

@@ -9,12 +9,12 @@ JointBlocks::JointBlocks(const Model& model, const ConstraintSet& constraints, i
     : constraints_(&constraints), blocks_of_(model.joints.size()), sides_(model.joints.size()) {
   // One block at a time at its bodies' initial states: neither the model's state nor its blocks
   // (848 bytes each, 55 MB at 65,536 bodies) are held for it.
-  auto initial = [&](int body) { return body == kGround ? BodyState{} : initial_state(model.bodies[static_cast<std::size_t>(body)]); };
   ConstraintBlock b;
   for (int k = 0; k < constraints.block_count(); ++k) {
     const int j = constraints.joint_of_block(k);
     const Joint& joint = model.joints[static_cast<std::size_t>(j)];
-    constraints.evaluate_block(k, 0.0, initial(joint.parent), initial(joint.child), b, ConstraintParts::without_jdot());
+    constraints.evaluate_block(k, 0.0, initial_state(model, joint.parent), initial_state(model, joint.child), b,
+                               ConstraintParts::without_jdot());
     if (b.parent != joint.parent || b.child != joint.child)  // BlockLoads and wrench_on take the joint's sides
       throw std::logic_error("JointBlocks: constraint block " + std::to_string(k) + " of joint '" + joint.name +
                              "' acts on other bodies than its joint's");
