@@ -104,7 +104,8 @@ class Dca final : public OdeFormulation {
 
 double default_baumgarte_rate(const Model& model) {
   double T0 = 0.0;  // the initial kinetic energy, body by body (no state of the whole model made for it)
-  for (int i = 0; i < model.body_count(); ++i) T0 += kinetic_energy(model.bodies[static_cast<std::size_t>(i)], initial_state(model, i));
+  for (int i = 0; i < model.body_count(); ++i)
+    T0 += kinetic_energy(model.bodies[static_cast<std::size_t>(i)], initial_state(model, i));
   const ModelScales scales = model_scales(model, T0, 0.0);
   return scales.length > 0.0 ? kBaumgartePerTime * scales.speed / scales.length : 0.0;
 }
