@@ -481,49 +481,50 @@ int AssemblyTree::build(std::vector<int> bodies, const Context& ctx, int budget)
 }
 
 void AssemblyTree::attach_joints(const Model& model) {
-  // Each node's lists are gathered first, then laid out node after node in id order (the passes'
-  // order) in joints_, which the nodes point into.
-  std::vector<std::vector<int>> eliminated(nodes_.size()), handles(nodes_.size());
-  auto ancestors = [&](int leaf) {
-    std::vector<int> path;
-    for (int id = leaf; id != -1; id = node(id).parent) path.push_back(id);
-    return path;  // leaf ... root
-  };
-  for (int j = 0; j < model.joint_count(); ++j) {
+  // Each node's lists, laid out node after node in id order (the passes' order) in joints_, which
+  // the nodes point into: each list in joint order. Two walks over the joints, one to count and one
+  // to place, with no list of its own per node or per joint.
+  const std::size_t count = nodes_.size();
+  std::vector<int> eliminated(count, 0), handles(count, 0);
+  // visit(j, e, h): e(node) for the node that eliminates joint j, h(node) for each node it is a handle of.
+  auto visit = [&](int j, auto&& e, auto&& h) {
     const Joint& joint = model.joints[static_cast<std::size_t>(j)];
     if (joint.parent == kGround || joint.child == kGround) {
       // A handle of its body's leaf, eliminated where the leaf joins its sibling (one-sided:
       // ground has no equations of its own); the root's handle when the model is one body.
       const int leaf = leaf_of(joint.parent == kGround ? joint.child : joint.parent);
-      handles[static_cast<std::size_t>(leaf)].push_back(j);
-      if (const int up = node(leaf).parent; up != -1) eliminated[static_cast<std::size_t>(up)].push_back(j);
-      continue;
+      h(leaf);
+      if (const int up = node(leaf).parent; up != -1) e(up);
+      return;
     }
-    const std::vector<int> a = ancestors(leaf_of(joint.parent)), b = ancestors(leaf_of(joint.child));
-    // Lowest common ancestor: walk both paths from the root while they agree.
-    auto ia = a.rbegin(), ib = b.rbegin();
-    while (ia + 1 != a.rend() && ib + 1 != b.rend() && *(ia + 1) == *(ib + 1)) ++ia, ++ib;
-    const int lca = *ia;
-    eliminated[static_cast<std::size_t>(lca)].push_back(j);
-    for (const auto* path : {&a, &b})
-      for (int id : *path) {
-        if (id == lca) break;
-        handles[static_cast<std::size_t>(id)].push_back(j);
-      }
-  }
+    // Eliminated at the lowest node holding both bodies (post-order: a subtree is a run of ids);
+    // a handle of every node below it on the way up from either body's leaf.
+    int lca = leaf_of(joint.parent);
+    while (!contains(lca, joint.child)) lca = node(lca).parent;
+    e(lca);
+    for (const int body : {joint.parent, joint.child})
+      for (int id = leaf_of(body); id != lca; id = node(id).parent) h(id);
+  };
+  for (int j = 0; j < model.joint_count(); ++j)
+    visit(j, [&](int id) { ++eliminated[static_cast<std::size_t>(id)]; }, [&](int id) { ++handles[static_cast<std::size_t>(id)]; });
+  std::vector<std::size_t> next_eliminated(count), next_handle(count);  // where each list's next joint goes
   std::size_t total = 0;
-  for (std::size_t id = 0; id < nodes_.size(); ++id) total += eliminated[id].size() + handles[id].size();
-  joints_.clear();
-  joints_.reserve(total);  // no reallocation below: the nodes' pointers stay valid
-  for (std::size_t id = 0; id < nodes_.size(); ++id) {
+  for (std::size_t id = 0; id < count; ++id) {
+    next_eliminated[id] = total;
+    next_handle[id] = total + static_cast<std::size_t>(eliminated[id]);
+    total = next_handle[id] + static_cast<std::size_t>(handles[id]);
+  }
+  joints_.assign(total, -1);  // not resized below: the nodes' pointers stay valid
+  for (int j = 0; j < model.joint_count(); ++j)
+    visit(j, [&](int id) { joints_[next_eliminated[static_cast<std::size_t>(id)]++] = j; },
+          [&](int id) { joints_[next_handle[static_cast<std::size_t>(id)]++] = j; });
+  std::size_t at = 0;
+  for (std::size_t id = 0; id < count; ++id) {
     AssemblyNode& n = nodes_[id];
-    n.joints_at = joints_.data() + joints_.size();
-    n.eliminated_count = static_cast<int>(eliminated[id].size());
-    n.handle_count = static_cast<int>(handles[id].size());
-    joints_.insert(joints_.end(), eliminated[id].begin(), eliminated[id].end());
-    joints_.insert(joints_.end(), handles[id].begin(), handles[id].end());
-    std::vector<int>().swap(eliminated[id]);
-    std::vector<int>().swap(handles[id]);
+    n.joints_at = joints_.data() + at;
+    n.eliminated_count = eliminated[id];
+    n.handle_count = handles[id];
+    at += static_cast<std::size_t>(eliminated[id] + handles[id]);
   }
 }
 
