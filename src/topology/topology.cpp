@@ -485,7 +485,7 @@ void AssemblyTree::attach_joints(const Model& model) {
   // the nodes point into: each list in joint order. Two walks over the joints, one to count and one
   // to place, with no list of its own per node or per joint.
   const std::size_t count = nodes_.size();
-  std::vector<int> eliminated(count, 0), handles(count, 0);
+  for (AssemblyNode& n : nodes_) n.eliminated_count = n.handle_count = 0;
   // visit(j, e, h): e(node) for the node that eliminates joint j, h(node) for each node it is a handle of.
   auto visit = [&](int j, auto&& e, auto&& h) {
     const Joint& joint = model.joints[static_cast<std::size_t>(j)];
@@ -506,26 +506,20 @@ void AssemblyTree::attach_joints(const Model& model) {
       for (int id = leaf_of(body); id != lca; id = node(id).parent) h(id);
   };
   for (int j = 0; j < model.joint_count(); ++j)
-    visit(j, [&](int id) { ++eliminated[static_cast<std::size_t>(id)]; }, [&](int id) { ++handles[static_cast<std::size_t>(id)]; });
+    visit(j, [&](int id) { ++nodes_[static_cast<std::size_t>(id)].eliminated_count; },
+          [&](int id) { ++nodes_[static_cast<std::size_t>(id)].handle_count; });
   std::vector<std::size_t> next_eliminated(count), next_handle(count);  // where each list's next joint goes
   std::size_t total = 0;
   for (std::size_t id = 0; id < count; ++id) {
     next_eliminated[id] = total;
-    next_handle[id] = total + static_cast<std::size_t>(eliminated[id]);
-    total = next_handle[id] + static_cast<std::size_t>(handles[id]);
+    next_handle[id] = total + static_cast<std::size_t>(nodes_[id].eliminated_count);
+    total = next_handle[id] + static_cast<std::size_t>(nodes_[id].handle_count);
   }
   joints_.assign(total, -1);  // not resized below: the nodes' pointers stay valid
+  for (std::size_t id = 0; id < count; ++id) nodes_[id].joints_at = joints_.data() + next_eliminated[id];
   for (int j = 0; j < model.joint_count(); ++j)
     visit(j, [&](int id) { joints_[next_eliminated[static_cast<std::size_t>(id)]++] = j; },
           [&](int id) { joints_[next_handle[static_cast<std::size_t>(id)]++] = j; });
-  std::size_t at = 0;
-  for (std::size_t id = 0; id < count; ++id) {
-    AssemblyNode& n = nodes_[id];
-    n.joints_at = joints_.data() + at;
-    n.eliminated_count = eliminated[id];
-    n.handle_count = handles[id];
-    at += static_cast<std::size_t>(eliminated[id] + handles[id]);
-  }
 }
 
 std::vector<int> AssemblyTree::bodies(int id) const {
