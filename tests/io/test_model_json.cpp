@@ -168,6 +168,63 @@ TEST(ModelJson, ALargeModelIsWrittenCompactlyAndReadBackExactly) {
   EXPECT_NE(error_of(R"({"bodies": [{"name": "a", "mass": -1, "inertia": [1, 1, 1]}]})").find("m.json: "), std::string::npos);
 }
 
+// Issue 28: a file's bodies and joints are parsed into one item document that each refills in
+// place (StreamingDocument). Items of different shapes in turn (members added and dropped, a
+// member's type changed, nested objects and arrays of other lengths, a key given twice) must read
+// exactly as nlohmann's whole document reads them: the override path parses the text whole.
+TEST(ModelJson, ItemsOfDifferentShapesReadAsTheWholeDocumentReadsThem) {
+  const std::string text = R"({"name": "h", "gravity": [0, 0, -9.81],
+    "bodies": [
+      {"name": "a", "mass": 1, "inertia": [[1, 0.1, 0], [0.1, 2, 0], [0, 0, 3]], "position": [1, 2, 3],
+       "orientation": {"quaternion": [0, 1, 0, 0]}, "velocity": [1, 0, 0], "angular_velocity": [0, 0, 2],
+       "shape": {"type": "box", "size": [1, 2, 3]}},
+      {"name": "b", "mass": 2, "inertia": [1, 1, 1]},
+      {"name": "c", "mass": 3, "inertia": [1, 2, 2], "orientation": {"axis": [0, 0, 1], "angle_deg": 90},
+       "shape": {"type": "cylinder", "radius": 0.1, "length": 2, "axis": "y"}},
+      {"name": "d", "mass": 4, "mass": 5, "inertia": [2, 2, 2], "position": [0, 0, 1], "shape": {"type": "sphere", "radius": 0.2}}],
+    "joints": [
+      {"name": "j1", "type": "revolute", "parent": "ground", "child": "a",
+       "parent_frame": {"position": [0, 0, 1], "orientation": {"matrix": [[0, -1, 0], [1, 0, 0], [0, 0, 1]]}},
+       "child_frame": {"position": [0, 0, -1]}},
+      {"name": "j2", "type": "universal", "parent": "a", "child": "b", "location": [1, 0, 0], "axis": [0, 1, 0], "axis2": [0, 0, 1]},
+      {"name": "j3", "type": "spherical", "parent": "b", "child": "c", "location": [2, 0, 0]},
+      {"name": "j4", "type": "prismatic", "parent": "c", "child": "d",
+       "parent_frame": {"position": [1, 1, 1]}, "child_frame": {"orientation": {"quaternion": [1, 0, 0, 0]}}}]})";
+  const Model streamed = parse_model_json(text, "h.json");
+  const Model whole = parse_model_json(text, "h.json", {{"name", "h"}});  // the same model, by the document path
+  EXPECT_TRUE(streamed == whole);
+  EXPECT_EQ(write_model_json(streamed), write_model_json(whole));
+  // and what the items say, checked by hand: nothing of one item is left in the next
+  ASSERT_EQ(streamed.bodies.size(), 4u);
+  const Body& b = streamed.bodies[1];
+  EXPECT_EQ(b.inertia, Mat3(Vec3(1, 1, 1).asDiagonal()));
+  EXPECT_EQ(b.velocity, Vec3::Zero());
+  EXPECT_EQ(b.angular_velocity, Vec3::Zero());
+  EXPECT_EQ(b.position, Vec3::Zero());
+  EXPECT_EQ(b.shape.type, Shape::Type::None);
+  EXPECT_EQ(streamed.bodies[2].shape.type, Shape::Type::Cylinder);
+  EXPECT_EQ(streamed.bodies[2].shape.axis, 1);
+  EXPECT_EQ(streamed.bodies[3].mass, 5.0);  // a key given twice: the last value, as nlohmann's document keeps it
+  EXPECT_EQ(streamed.bodies[3].shape.type, Shape::Type::Sphere);
+  EXPECT_EQ(streamed.joints[3].type, JointType::Prismatic);
+
+  // an unknown field is the item's own, not one the previous item left behind
+  std::string typo = text;
+  typo.replace(typo.find(R"("position": [0, 0, 1], "shape")"), 10, R"("postion")");
+  const std::string e = error_of(typo);
+  EXPECT_NE(e.find("test.json: body 'd': unknown field 'postion'"), std::string::npos) << e;
+  std::string missing = text;
+  const std::string type = R"("type": "spherical", )";
+  missing.erase(missing.find(type), type.size());  // j3 without its type
+  const std::string m = error_of(missing);
+  EXPECT_NE(m.find("joint 'j3': missing field 'type'"), std::string::npos) << m;
+  std::string shorter = text;  // an array shorter than the same member of the item before
+  shorter.replace(shorter.find(R"("mass": 2, "inertia": [1, 1, 1])"), 31,
+                  R"("mass": 2, "inertia": [1, 1, 1], "orientation": {"quaternion": [1, 0, 0]})");
+  const std::string q = error_of(shorter);
+  EXPECT_NE(q.find("body 'b' orientation: 'quaternion' must have 4 numbers"), std::string::npos) << q;
+}
+
 // read_model_file maps the file; what cannot be read is an error naming the path, and what is
 // read is the model its text gives.
 TEST(ModelJson, FilesAreReadWholeAndTheirProblemsNameThePath) {
