@@ -116,6 +116,56 @@ TEST(ModelJson, WriteThenReadReproducesEveryFeatureExactly) {
   EXPECT_EQ(write_model_json(back), write_model_json(m));
 }
 
+// Issue 28: the writer refills one body's and one joint's document for the next (set_body,
+// set_joint). Bodies and joints whose optional members come and go in turn (orientation,
+// velocities, shapes of each type, full and diagonal inertias, turned and plain frames) must each
+// be written whole and alone: read back, the model is the same, nothing of one item in the next.
+TEST(ModelJson, ItemsOfDifferentShapesAreEachWrittenWhole) {
+  ModelBuilder b("mixed");
+  auto body = [](const std::string& name) {
+    Body x;
+    x.name = name;
+    x.mass = 1.0;
+    x.inertia = Vec3(2, 2, 3).asDiagonal();
+    return x;
+  };
+  Body a = body("A");
+  a.inertia << 1.0, 0.1, 0.0, 0.1, 2.0, 0.2, 0.0, 0.2, 1.5;
+  a.orientation = Quat(Eigen::AngleAxisd(0.3, Vec3(1, 1, 0).normalized()));
+  a.velocity = {1, 2, 3};
+  a.angular_velocity = {0, 0, 4};
+  a.shape = Shape{Shape::Type::Cylinder, Vec3::Zero(), 0.1, 1.0, 1};
+  Body c = body("C");
+  c.shape = Shape{Shape::Type::Box, Vec3(1, 0.1, 0.1), 0, 0, 2};
+  Body d = body("D");
+  d.velocity = {0, 1, 0};
+  d.shape = Shape{Shape::Type::Sphere, Vec3::Zero(), 0.2, 0, 2};
+  Body e = body("E");
+  e.inertia(0, 2) = e.inertia(2, 0) = 0.05;
+  b.body(a).body(body("B")).body(c).body(d).body(e).body(body("F"));
+  const Mat3 turned = Eigen::AngleAxisd(0.4, Vec3::UnitX()).toRotationMatrix();
+  b.joint({"j1", JointType::Revolute, "ground", "A", FramePlacement{Frame{Vec3(0, 0, 1), turned}, Frame{Vec3(0, 0, -1), turned}}});
+  b.joint({"j2", JointType::Spherical, "A", "B", FramePlacement{Frame{Vec3(1, 0, 0), Mat3::Identity()}, Frame{Vec3(-1, 0, 0), Mat3::Identity()}}});
+  b.joint({"j3", JointType::Prismatic, "B", "C", FramePlacement{Frame{Vec3(0, 1, 0), Mat3::Identity()}, Frame{Vec3(0, 0, 0), turned}}});
+  b.joint({"j4", JointType::Universal, "C", "D", FramePlacement{Frame{Vec3(0, 0, 1), turned}, Frame{Vec3(0, 0, 0), Mat3::Identity()}}});
+  b.joint(JointSpec::at("j5", JointType::Revolute, "D", "E", {0, 0, 0}, Vec3(0, 0, 1)));
+  b.joint(JointSpec::at("j6", JointType::Fixed, "E", "F", {0, 0, 0}, Vec3(0, 0, 1)));
+  const Model m = b.build();
+  const Model back = parse_model_json(write_model_json(m));
+  EXPECT_TRUE(back == m);
+  ASSERT_EQ(back.bodies.size(), 6u);
+  EXPECT_EQ(back.bodies[1].velocity, Vec3::Zero());
+  EXPECT_EQ(back.bodies[1].shape.type, Shape::Type::None);
+  EXPECT_EQ(back.bodies[1].inertia, Mat3(Vec3(2, 2, 3).asDiagonal()));
+  EXPECT_EQ(back.bodies[5].inertia, Mat3(Vec3(2, 2, 3).asDiagonal()));
+  EXPECT_EQ(back.joints[1].parent_frame.rotation, Mat3::Identity());
+  const nlohmann::json document = nlohmann::json::parse(write_model_json(m));
+  EXPECT_FALSE(document["bodies"][1].contains("orientation"));  // the canonical form leaves defaults out
+  EXPECT_FALSE(document["bodies"][3].contains("orientation"));
+  EXPECT_EQ(document["bodies"][3]["shape"], nlohmann::json({{"type", "sphere"}, {"radius", 0.2}}));
+  EXPECT_FALSE(document["joints"][1]["parent_frame"].contains("orientation"));
+}
+
 TEST(ModelJson, WriteThenReadReproducesEveryShippedModelExactly) {
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator(TREEDYN_MODELS_DIR)) {
