@@ -533,24 +533,23 @@ class StreamingDocument {
     const auto touched = touched_.begin() + static_cast<std::ptrdiff_t>(level.touched);
     // a key given twice keeps its last value, as in nlohmann's document
     if (std::find(touched, touched_.end(), member) == touched_.end()) touched_.push_back(member);
-    level.member = &member->second;
-    if (stack_.size() == 1) root_key_ = k;
+    level.member = member;
     return true;
   }
   bool end_object() {
     close_object(stack_.back());
-    const Level level = stack_.back();
+    const bool item = stack_.back().value == &item_;
     stack_.pop_back();
-    if (level.items == Items::Bodies) items_.builder.body(read_body(item_, items_.bodies++));
-    else if (level.items == Items::Joints) items_.builder.joint(read_joint(item_, items_.joints++));
-    else return end_value();
+    if (!item) return end_value();
+    if (stack_.back().items == Items::Bodies) items_.builder.body(read_body(item_, items_.bodies++));
+    else items_.builder.joint(read_joint(item_, items_.joints++));
     return true;
   }
   bool start_array(std::size_t /*elements*/) {
     // the top-level "bodies" and "joints": their objects go to item_
-    const bool top = stack_.size() == 1 && stack_.back().value->is_object();
+    const Items items = stack_.size() == 1 && stack_.back().value->is_object() ? items_named(stack_.back().member->first) : Items::None;
     open(json::value_t::array);
-    if (top) stack_.back().items = root_key_ == "bodies" ? Items::Bodies : root_key_ == "joints" ? Items::Joints : Items::None;
+    stack_.back().items = items;
     return true;
   }
   bool end_array() {
@@ -568,19 +567,23 @@ class StreamingDocument {
  private:
   enum class Items : unsigned char { None, Bodies, Joints };  // what an array's objects are
   struct Level {
-    json* value;             // the object or array being filled
-    json* member = nullptr;  // an object's member named by the last key
-    std::size_t filled = 0;  // an array's elements given so far
-    std::size_t touched = 0; // where the object's members given so far start in touched_
-    Items items = Items::None;
+    json* value;                        // the object or array being filled
+    json::object_t::iterator member{};  // an object's member named by the last key
+    std::size_t filled = 0;             // an array's elements given so far
+    std::size_t touched = 0;            // where the object's members given so far start in touched_
+    Items items = Items::None;          // an array's objects
   };
+
+  static Items items_named(const std::string& key) {
+    return key == "bodies" ? Items::Bodies : key == "joints" ? Items::Joints : Items::None;
+  }
 
   /// Where the next value goes: the member of the last key, the array's next element, the root,
   /// or item_ for an object of "bodies" or "joints".
   json& slot() {
     if (stack_.empty()) return root;
     Level& level = stack_.back();
-    if (level.value->is_object()) return *level.member;
+    if (level.value->is_object()) return level.member->second;
     auto& elements = level.value->get_ref<json::array_t&>();
     if (level.filled == elements.size()) elements.emplace_back();
     return elements[level.filled];
@@ -600,8 +603,7 @@ class StreamingDocument {
                       stack_.back().items != Items::None;
     json& at = item ? item_ : slot();
     if (at.type() != type) at = json(type);  // one of the same type is refilled
-    stack_.push_back({&at, nullptr, 0, touched_.size(), Items::None});
-    if (item) stack_.back().items = stack_[stack_.size() - 2].items;
+    stack_.push_back({&at, {}, 0, touched_.size(), Items::None});
     return true;
   }
   /// The members of an object that this one did not give are erased (a refilled object).
@@ -617,7 +619,6 @@ class StreamingDocument {
   }
 
   StreamedItems& items_;
-  std::string root_key_;                               // the last key of the root object
   json item_;                                          // the body or joint being read
   std::vector<Level> stack_;                           // the objects and arrays open
   std::vector<json::object_t::iterator> touched_;      // their members given, the innermost last
