@@ -4,9 +4,10 @@
 #include <cmath>
 #include <set>
 #include <string_view>
-#include <unordered_map>
-#include <unordered_set>
+#include <cstdint>
+#include <functional>
 #include <sstream>
+#include <vector>
 
 namespace treedyn {
 namespace {
@@ -38,23 +39,78 @@ class Problems {
   std::vector<std::string> lines_;
 };
 
+/// Names to their places in a list of names, in one flat table: open addressing with linear
+/// probing, at most half full, each slot 8 bytes (a name's place and the low bits of its hash, so
+/// that most other names are told apart without reading them). A model's names are checked and
+/// indexed a few times per build and run (validate's duplicates, the builder's references): with
+/// std::unordered_set and std::unordered_map, a node allocated and freed per name, validate took
+/// 19 ms on the 65,536-body chain. Refers to the list: it must outlive the table.
+class NameTable {
+ public:
+  explicit NameTable(const std::vector<std::string_view>& names) : names_(names) {
+    std::size_t size = 16;
+    while (size < 2 * names.size()) size *= 2;
+    slots_.resize(size);
+    mask_ = size - 1;
+  }
+  /// Adds names[i] unless an equal name is there; returns that one's place (-1 if there was none).
+  int insert(int i) {
+    const std::string_view name = names_[static_cast<std::size_t>(i)];
+    const std::size_t hash = std::hash<std::string_view>{}(name);
+    Slot& s = slots_[position(name, hash)];
+    if (s.index >= 0) return s.index;
+    s = {static_cast<std::uint32_t>(hash), i};
+    return -1;
+  }
+  /// The place of `name` among those inserted, or -1.
+  int find(std::string_view name) const { return slots_[position(name, std::hash<std::string_view>{}(name))].index; }
+
+ private:
+  struct Slot {
+    std::uint32_t hash = 0;
+    int index = -1;  // -1: empty
+  };
+  /// The slot holding `name`, or the empty one where it would go (there is one: at most half full).
+  std::size_t position(std::string_view name, std::size_t hash) const {
+    const auto low = static_cast<std::uint32_t>(hash);
+    for (std::size_t i = hash & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.index < 0 || (s.hash == low && names_[static_cast<std::size_t>(s.index)] == name)) return i;
+    }
+  }
+  const std::vector<std::string_view>& names_;
+  std::vector<Slot> slots_;
+  std::size_t mask_ = 0;
+};
+
+/// The items' names, referring to them (they must outlive the list).
+template <class T>
+std::vector<std::string_view> names_of(const std::vector<T>& items) {
+  std::vector<std::string_view> out;
+  out.reserve(items.size());
+  for (const auto& i : items) out.emplace_back(i.name);
+  return out;
+}
+
 /// Items by name, built once per build() (a lookup per reference kept the 65,536-body chain's
 /// build quadratic: 24 s). The first of equal names wins, as a search from the front would;
 /// validate() reports the duplicates. Refers to the items' names: they must outlive it.
 class NameIndex {
  public:
   template <class Items>
-  explicit NameIndex(const Items& items) {
-    index_.reserve(items.size());
-    for (std::size_t i = 0; i < items.size(); ++i) index_.emplace(items[i].name, static_cast<int>(i));
+  explicit NameIndex(const Items& items) : names_(names_of(items)), table_(names_) {
+    for (std::size_t i = 0; i < names_.size(); ++i) table_.insert(static_cast<int>(i));
   }
+  NameIndex(const NameIndex&) = delete;  // the table refers to names_
+  NameIndex& operator=(const NameIndex&) = delete;
   std::optional<int> find(const std::string& name) const {
-    const auto it = index_.find(name);
-    return it == index_.end() ? std::nullopt : std::optional<int>(it->second);
+    const int i = table_.find(name);
+    return i < 0 ? std::nullopt : std::optional<int>(i);
   }
 
  private:
-  std::unordered_map<std::string_view, int> index_;
+  std::vector<std::string_view> names_;
+  NameTable table_;
 };
 
 /// An item that refers to others, for its problems: its kind ("joint") and name, put together
@@ -185,21 +241,12 @@ void check_mass_range(const Model& m, Problems& p) {
 }
 
 void check_unique(const std::vector<std::string_view>& names, const std::string& kind, Problems& p) {
-  std::unordered_set<std::string_view> seen;
-  seen.reserve(names.size());
-  for (const auto& n : names) {
+  NameTable seen(names);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string_view n = names[i];
     if (n.empty()) p.add(kind + " with an empty name");
-    else if (!seen.insert(n).second) p.add("duplicate " + kind + " name '" + std::string(n) + "'");
+    else if (seen.insert(static_cast<int>(i)) >= 0) p.add("duplicate " + kind + " name '" + std::string(n) + "'");
   }
-}
-
-/// The items' names, referring to them (they must outlive the list).
-template <class T>
-std::vector<std::string_view> names_of(const std::vector<T>& items) {
-  std::vector<std::string_view> out;
-  out.reserve(items.size());
-  for (const auto& i : items) out.emplace_back(i.name);
-  return out;
 }
 
 void check_coordinate(const Model& m, int joint, int coordinate, const std::string& who, Problems& p,

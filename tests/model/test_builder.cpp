@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <map>
 #include <tuple>
 
 #include "treedyn/generators.hpp"
@@ -110,6 +111,47 @@ TEST(ModelBuilder, RejectsANonPositiveStepOrANegativeEndTime) {
   d.t_end = 0.0;
   ok.defaults(d);
   EXPECT_NO_THROW(ok.build());
+}
+
+// Names are indexed in a flat hash table (the builder's references, validate's duplicates): 5,000
+// bodies and joints whose names share prefixes and lengths ("b1", "b10", "b100"), every reference
+// resolved to the body it names, and duplicates planted among them each reported once, in order,
+// as a count kept beside them in a std::map finds them.
+TEST(ModelBuilder, ManyNamesResolveAndEachDuplicateIsReportedOnce) {
+  const int n = 5000;
+  ModelBuilder b("names");
+  for (int i = 0; i < n; ++i) b.body(link("b" + std::to_string(i), {static_cast<double>(i), 0, 0}));
+  for (int i = 0; i < n; ++i)
+    b.joint(JointSpec::at("j" + std::to_string(i), JointType::Spherical, i == 0 ? "ground" : "b" + std::to_string(i - 1),
+                          "b" + std::to_string(i), {i - 0.5, 0, 0}));
+  const Model m = b.build();
+  ASSERT_EQ(m.joint_count(), n);
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(m.joints[static_cast<std::size_t>(i)].parent, i - 1) << i;  // kGround is -1
+    EXPECT_EQ(m.joints[static_cast<std::size_t>(i)].child, i) << i;
+  }
+  ModelBuilder unknown = b;
+  unknown.joint(JointSpec::at("extra", JointType::Spherical, "b4999", "b5000", {0, 0, 0}));
+  EXPECT_NE(error_of(unknown).find("joint 'extra': unknown body 'b5000'"), std::string::npos) << error_of(unknown);
+
+  Model twice = m;
+  const std::vector<std::pair<int, int>> copies{{123, 4000}, {0, 4999}, {4998, 2500}, {77, 78}, {77, 3000}};
+  for (const auto& [from, to] : copies) twice.bodies[static_cast<std::size_t>(to)].name = m.bodies[static_cast<std::size_t>(from)].name;
+  std::map<std::string, int> seen;
+  std::string expected;
+  int problems = 0;
+  for (const Body& body : twice.bodies)
+    if (++seen[body.name] > 1) {
+      expected += "\n  duplicate body name '" + body.name + "'";
+      ++problems;
+    }
+  ASSERT_EQ(problems, 5);
+  try {
+    validate(twice);
+    FAIL() << "duplicates accepted";
+  } catch (const ModelError& e) {
+    EXPECT_EQ(std::string(e.what()), "invalid model (5 problems):" + expected);
+  }
 }
 
 TEST(ModelBuilder, RejectsUnknownAndDuplicateNames) {
