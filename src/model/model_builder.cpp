@@ -2,11 +2,11 @@
 
 #include <Eigen/Eigenvalues>
 #include <cmath>
-#include <set>
-#include <string_view>
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 namespace treedyn {
