@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
 
   std::string loop;
   for (const auto& e : sim.coordinates().entries())
-    if (e.loop) loop = e.name;
+    if (e.loop) loop = e.name();
   const JointReaction r = sim.reaction(loop);
   std::printf("crank_rocker with %s: t = %.3f s, %ld steps\n", formulation.c_str(), sim.time(), sim.stats().steps);
   std::printf("crank speed: %.6f rad/s (target %.6f)\n", sim.joint_qd("crank_pin")(0), target);

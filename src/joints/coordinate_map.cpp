@@ -49,9 +49,17 @@ double unwrap(double x, double near) { return near + std::remainder(x - near, 2.
 
 }  // namespace
 
-CoordinateMap::CoordinateMap(const Model& model, const Topology& topology) {
-  body_names_.reserve(model.bodies.size());
-  for (const Body& b : model.bodies) body_names_.push_back(b.name);
+const Frame CoordinateMap::kIdentityFrame{};
+
+CoordinateMap::CoordinateMap(const Model& model, const Topology& topology)
+    : CoordinateMap(std::make_shared<const Model>(model), topology) {}
+
+CoordinateMap::CoordinateMap(std::shared_ptr<const Model> model_ptr, const Topology& topology) : model_(std::move(model_ptr)) {
+  if (!model_) throw std::invalid_argument("CoordinateMap: no model (a null pointer)");
+  const Model& model = *model_;
+  if (topology.body_count() != model.body_count())
+    throw std::invalid_argument("CoordinateMap: the topology is of another model (" + std::to_string(topology.body_count()) +
+                                " bodies, not " + std::to_string(model.body_count()) + ")");
   entries_.reserve(model.joints.size() + topology.floating_subsystems().size());
   reversed_.reserve(entries_.capacity());
   auto add = [&](Entry e) {
@@ -62,33 +70,29 @@ CoordinateMap::CoordinateMap(const Model& model, const Topology& topology) {
     nq_ += e.nq;
     nv_ += e.nv;
     has_angles_ = has_angles_ || angle_entries(e.type) != 0;
-    entries_.push_back(std::move(e));
+    entries_.push_back(e);
     reversed_.push_back(0);
   };
   std::vector<int> entry_of_joint(model.joints.size(), -1);
   for (int j = 0; j < model.joint_count(); ++j) {
     const Joint& joint = model.joints[static_cast<std::size_t>(j)];
     Entry e;
-    e.name = joint.name;
+    e.name_ = &joint.name;
     e.type = joint.type;
     e.joint = j;
     e.parent = joint.parent;
     e.child = joint.child;
-    e.parent_origin = joint.parent_frame.origin;
-    e.child_origin = joint.child_frame.origin;
-    e.parent_rotation = rotations_.index_of(joint.parent_frame.rotation);
-    e.child_rotation = rotations_.index_of(joint.child_frame.rotation);
     entry_of_joint[static_cast<std::size_t>(j)] = static_cast<int>(entries_.size());
-    add(std::move(e));
+    add(e);
   }
   for (const auto& subsystem : topology.floating_subsystems()) {
     Entry e;
-    e.name = model.bodies[static_cast<std::size_t>(subsystem.front())].name;
+    e.name_ = &model.bodies[static_cast<std::size_t>(subsystem.front())].name;
     e.type = JointType::Free;
     e.parent = kGround;
     e.child = subsystem.front();
     placement_.push_back(static_cast<int>(entries_.size()));  // roots first: they depend on nothing
-    add(std::move(e));
+    add(e);
   }
   for (int j : topology.loop_joints()) entries_[static_cast<std::size_t>(entry_of_joint[static_cast<std::size_t>(j)])].loop = true;
   for (int j : topology.tree_joints()) {  // breadth first: a body's tree parent is placed before it
@@ -97,7 +101,6 @@ CoordinateMap::CoordinateMap(const Model& model, const Topology& topology) {
     reversed_[static_cast<std::size_t>(k)] = topology.tree_joint_of(joint.child) != j;
     placement_.push_back(k);
   }
-  rotations_.seal();
 }
 
 std::pair<const CoordinateMap::Entry*, int> CoordinateMap::locate(int i, bool rate) const {
@@ -114,11 +117,11 @@ std::pair<const CoordinateMap::Entry*, int> CoordinateMap::locate(int i, bool ra
 
 std::string CoordinateMap::q_name(int i) const {
   const auto [e, c] = locate(i, false);
-  return e->name + "." + coordinate_name(e->type, false, c);
+  return e->name() + "." + coordinate_name(e->type, false, c);
 }
 std::string CoordinateMap::qd_name(int i) const {
   const auto [e, c] = locate(i, true);
-  return e->name + "." + coordinate_name(e->type, true, c);
+  return e->name() + "." + coordinate_name(e->type, true, c);
 }
 const char* CoordinateMap::q_unit(int i) const {
   const auto [e, c] = locate(i, false);
@@ -143,9 +146,9 @@ std::vector<std::string> CoordinateMap::qd_names() const {
 
 const CoordinateMap::Entry& CoordinateMap::entry(const std::string& name) const {
   for (const Entry& e : entries_)
-    if (e.name == name) return e;
+    if (e.name() == name) return e;
   std::string known;
-  for (std::size_t k = 0; k < entries_.size() && k < 12; ++k) known += (k ? ", " : "") + entries_[k].name;
+  for (std::size_t k = 0; k < entries_.size() && k < 12; ++k) known += (k ? ", " : "") + entries_[k].name();
   if (entries_.size() > 12) known += ", ...";
   throw std::invalid_argument("unknown joint '" + name + "' (the model's joints" +
                               (entries_.empty() ? std::string(": none") : ": " + known) + ")");
@@ -187,7 +190,7 @@ void CoordinateMap::track_angles(const SystemState& bodies, Eigen::VectorXd& ref
 
 void CoordinateMap::place(const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& qd,
                           SystemState& out) const {
-  out.assign(body_names_.size(), BodyState{});
+  out.assign(model_->bodies.size(), BodyState{});
   for (int k : placement_) {
     const Entry& e = entries_[static_cast<std::size_t>(k)];
     Mat3 R;

@@ -14,8 +14,8 @@
 namespace treedyn {
 namespace {
 
-std::shared_ptr<const CoordinateMap> make_map(const Model& model) {
-  return std::make_shared<const CoordinateMap>(model, Topology(model, RankMethod::None));  // the tree alone: the formulation ranks
+std::shared_ptr<const CoordinateMap> make_map(const std::shared_ptr<const Model>& model) {
+  return std::make_shared<const CoordinateMap>(model, Topology(*model, RankMethod::None));  // the tree alone: the formulation ranks
 }
 
 /// Throws std::invalid_argument naming the first non-finite entry of q (rate: false) or qd (true).
@@ -78,7 +78,7 @@ Simulator::Simulator(std::shared_ptr<const Model> model, const std::string& form
     text += "\nproject it first with assemble_initial_state() (the command line's --assemble)";
     throw ModelError(text);
   }
-  map_ = make_map(*model_);
+  map_ = make_map(model_);
   constraints_ = std::make_unique<ConstraintSet>(*model_);
   for (const CoordinateMap::Entry& e : map_->entries())  // placed bodies satisfy the tree joints: check the rest
     if (e.loop) placed_checks_.push_back(e.joint);
@@ -235,7 +235,7 @@ void Simulator::check_or_project(SystemState& bodies, const Eigen::VectorXd* q, 
       const double dq = coordinate_difference(e, *q, q_measured);
       const double dv = e.nv ? (qd->segment(e.v_offset, e.nv) - qd_measured.segment(e.v_offset, e.nv)).cwiseAbs().maxCoeff() : 0.0;
       if (dq > state_tolerance_ || dv > state_tolerance_)
-        problems.push_back("joint '" + e.name + "' closes a loop: the other joints put its coordinates at " +
+        problems.push_back("joint '" + e.name() + "' closes a loop: the other joints put its coordinates at " +
                            sci(q_measured.segment(e.q_offset, e.nq).norm()) + " (norm) and rates at " +
                            sci(qd_measured.segment(e.v_offset, e.nv).norm()) + ", " + sci(std::max(dq, dv)) +
                            " from the values given");
@@ -270,7 +270,7 @@ void Simulator::set_state(const Eigen::VectorXd& q, const Eigen::VectorXd& qd, S
   for (const CoordinateMap::Entry& e : map_->entries()) {
     const int quaternion = e.type == JointType::Spherical ? 0 : e.type == JointType::Free ? 3 : -1;
     if (quaternion >= 0 && q.segment(e.q_offset + quaternion, 4).norm() < 1e-12)
-      throw std::invalid_argument("set_state: the quaternion of joint '" + e.name + "' is zero");
+      throw std::invalid_argument("set_state: the quaternion of joint '" + e.name() + "' is zero");
   }
   map_->place(q, qd, placed_);
   check_or_project(placed_, &q, &qd, fix);

@@ -193,6 +193,58 @@ TEST(CoordinateMap, NamesEveryEntryAndRefusesUnknownJoints) {
   }
 }
 
+// The map holds no copy of the model's names or frames: it shares the model it was given, or
+// keeps a copy of a model given by reference, so that it stays whole after that model is gone
+// (the sanitizer build catches a name or frame read from freed memory).
+TEST(CoordinateMap, SharesItsModelOrKeepsACopyOfIt) {
+  const ModelPtr model = share(test::joint_zoo());
+  const CoordinateMap shared(model, Topology(*model));
+  EXPECT_EQ(&shared.model(), model.get());
+  for (const auto& e : shared.entries()) {
+    if (e.joint < 0) {  // a floating body's free joint: named after the body, in the bodies' own frames
+      EXPECT_EQ(e.name(), model->bodies[static_cast<std::size_t>(e.child)].name);
+      EXPECT_EQ(shared.parent_frame(e), Frame{});
+      EXPECT_EQ(shared.child_frame(e), Frame{});
+      continue;
+    }
+    const Joint& j = model->joints[static_cast<std::size_t>(e.joint)];
+    EXPECT_EQ(&e.name(), &j.name);
+    EXPECT_EQ(&shared.parent_frame(e), &j.parent_frame);
+    EXPECT_EQ(&shared.child_frame(e), &j.child_frame);
+  }
+
+  auto copied = [] {  // the model it was made from is destroyed on return
+    Model local = test::joint_zoo();
+    auto map = std::make_unique<const CoordinateMap>(local, Topology(local));
+    local = make_chain(3, JointType::Revolute);  // the old names' and frames' storage reused
+    return map;
+  }();
+  EXPECT_EQ(copied->q_names(), shared.q_names());
+  EXPECT_EQ(copied->qd_names(), shared.qd_names());
+  EXPECT_EQ(copied->body_count(), model->body_count());
+  std::mt19937 rng(11);
+  const auto [q, qd] = random_state(*copied, rng);
+  SystemState from_copy, from_shared;
+  copied->place(q, qd, from_copy);
+  shared.place(q, qd, from_shared);
+  ASSERT_EQ(from_copy.size(), from_shared.size());
+  for (std::size_t b = 0; b < from_copy.size(); ++b) {  // the same frames, so the same numbers
+    EXPECT_EQ(from_copy[b].r, from_shared[b].r) << b;
+    EXPECT_EQ(from_copy[b].q.coeffs(), from_shared[b].q.coeffs()) << b;
+    EXPECT_EQ(from_copy[b].v, from_shared[b].v) << b;
+    EXPECT_EQ(from_copy[b].w, from_shared[b].w) << b;
+  }
+
+  const Model other = make_chain(3, JointType::Revolute);
+  try {
+    const CoordinateMap wrong(model, Topology(other));
+    ADD_FAILURE() << "accepted another model's topology";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("the topology is of another model"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(CoordinateMap(ModelPtr{}, Topology(other)), std::invalid_argument);
+}
+
 // A body with no joint at all is a floating sub-system of its own: it gets a free joint named
 // after it, so that its state can be set and read.
 TEST(CoordinateMap, ABodyWithoutJointsGetsAFreeJointNamedAfterIt) {

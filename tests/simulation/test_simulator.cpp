@@ -430,7 +430,7 @@ TEST(Simulator, AStateViolatingALoopIsRefusedOrProjected) {
     Eigen::VectorXd q2 = sim.q();
     q2(loop->q_offset) += 0.1;
     const std::string loop_what = message_of<std::invalid_argument>([&] { sim.set_state(q2, sim.qd()); });
-    EXPECT_NE(loop_what.find("'" + loop->name + "' closes a loop"), std::string::npos) << loop_what;
+    EXPECT_NE(loop_what.find("'" + loop->name() + "' closes a loop"), std::string::npos) << loop_what;
   }
 }
 
