@@ -98,6 +98,10 @@ class CoordinateMap {
   /// relative pose it allows.
   void measure(const SystemState& bodies, Eigen::Ref<Eigen::VectorXd> q, Eigen::Ref<Eigen::VectorXd> qd,
                const Eigen::VectorXd* reference = nullptr) const;
+  /// One entry's measure: its nq coordinates into q[0..nq) (angles unwrapped against reference[0..nq),
+  /// the entry's own part of a reference, where given) and its nv rates into qd[0..nv); a null q
+  /// or qd is skipped (a writer that puts every q before every qd need not hold either).
+  void measure(const SystemState& bodies, const Entry& e, double* q, double* qd, const double* reference = nullptr) const;
   /// The angles alone, unwrapped against `reference` (which they then replace): a cheap way to
   /// keep a reference continuous step after step.
   void track_angles(const SystemState& bodies, Eigen::VectorXd& reference) const;

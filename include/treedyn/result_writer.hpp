@@ -86,11 +86,11 @@ class ResultWriter : public SampleSink {
   template <class Column>
   void visit_columns(bool with_reactions, bool with_efforts, Column&& column) const;
   void write_headers(bool with_reactions, bool with_efforts);
-  void write_row(const Snapshot& snapshot, const MetricsSample& metrics, const SolverStats& stats);
-  /// q_, qd_ of the joints at `bodies`, angles unwrapped against `reference` (none: the first
-  /// sample); reference_ becomes q_ where there are angles (without, no reference is read: a
-  /// ball-joint chain's reference would be 32 bytes a body held for nothing).
-  void measure_joints(const SystemState& bodies, const Eigen::VectorXd* reference);
+  /// One row of every file; joints.csv's angles unwrapped against `reference` (none: the first
+  /// sample), and reference_ then becomes the row's q where there are angles (without, no
+  /// reference is held or read: a ball-joint chain's would be 32 bytes a body held for nothing).
+  void write_row(const Snapshot& snapshot, const MetricsSample& metrics, const SolverStats& stats,
+                 const Eigen::VectorXd* reference);
   /// Flushes every file (a .npy's header then says `rows`); on a failure cuts them all back to the
   /// last sample written whole and throws.
   void check_rows(long rows);
@@ -111,7 +111,7 @@ class ResultWriter : public SampleSink {
   // each time.
   Held held_;
   bool holding_ = false;
-  Eigen::VectorXd q_, qd_, reference_;  // joints.csv: angles continuous from row to row
+  Eigen::VectorXd reference_;           // joints.csv: angles continuous from row to row (nq, or empty without angles)
   Eigen::VectorXd held_reference_;      // reference_ as the held sample found it
 };
 

@@ -156,20 +156,29 @@ const CoordinateMap::Entry& CoordinateMap::entry(const std::string& name) const 
 
 void CoordinateMap::measure(const SystemState& bodies, Eigen::Ref<Eigen::VectorXd> q, Eigen::Ref<Eigen::VectorXd> qd,
                             const Eigen::VectorXd* reference) const {
-  for (const Entry& e : entries_) {
-    const BodyState& P = state_of(bodies, e.parent);
-    const BodyState& C = state_of(bodies, e.child);
-    const FramePose fp = frame_pose(P, parent_frame(e)), fc = frame_pose(C, child_frame(e));
-    double* qe = q.data() + e.q_offset;
-    coordinates_of(e.type, fp.R.transpose() * fc.R, fp.R.transpose() * (fc.o - fp.o), qe);
+  // Without angles no entry reads the reference (which may then be empty).
+  if (reference && has_angles_ && reference->size() != nq_)
+    throw std::invalid_argument("CoordinateMap::measure: the reference has " + std::to_string(reference->size()) +
+                                " values, not nq = " + std::to_string(nq_));
+  const double* r = reference && has_angles_ ? reference->data() : nullptr;
+  for (const Entry& e : entries_)
+    measure(bodies, e, q.data() + e.q_offset, qd.data() + e.v_offset, r ? r + e.q_offset : nullptr);
+}
+
+void CoordinateMap::measure(const SystemState& bodies, const Entry& e, double* q, double* qd, const double* reference) const {
+  const BodyState& P = state_of(bodies, e.parent);
+  const BodyState& C = state_of(bodies, e.child);
+  const FramePose fp = frame_pose(P, parent_frame(e)), fc = frame_pose(C, child_frame(e));
+  if (q) {
+    coordinates_of(e.type, fp.R.transpose() * fc.R, fp.R.transpose() * (fc.o - fp.o), q);
     if (reference)
       for (unsigned bits = angle_entries(e.type), k = 0; bits; bits >>= 1, ++k)
-        if (bits & 1u) qe[k] = unwrap(qe[k], (*reference)(e.q_offset + static_cast<int>(k)));
-    if (e.nv == 0) continue;
-    SubspaceMatrix H;
-    motion_subspace(e.type, fp.R, fc.R, H);
-    qd.segment(e.v_offset, e.nv).noalias() = H.transpose() * relative_twist(P, C, fc.o);
+        if (bits & 1u) q[k] = unwrap(q[k], reference[k]);
   }
+  if (!qd || e.nv == 0) return;
+  SubspaceMatrix H;
+  motion_subspace(e.type, fp.R, fc.R, H);
+  Eigen::Map<Eigen::VectorXd>(qd, e.nv).noalias() = H.transpose() * relative_twist(P, C, fc.o);
 }
 
 void CoordinateMap::track_angles(const SystemState& bodies, Eigen::VectorXd& reference) const {

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <charconv>
@@ -202,10 +203,7 @@ ResultWriter::ResultWriter(const Model& model, const std::string& directory, con
     o.path = directory + "/" + name + extension;
     o.file = open_file(o.path);
   }
-  if (coordinates) {
-    q_.resize(coordinates->nq());
-    qd_.resize(coordinates->nv());
-  }
+  if (coordinates && coordinates->has_angles()) reference_.resize(coordinates->nq());
 }
 
 ResultWriter::~ResultWriter() { close_files(); }
@@ -342,9 +340,8 @@ void ResultWriter::write_headers(bool with_reactions, bool with_efforts) {
 void ResultWriter::write(const Snapshot& s, const MetricsSample& m, const SolverStats& stats) {
   const bool first = received_ == 0, written = received_++ % write_every_ == 0;
   if (written) {
-    if (coordinates_) measure_joints(s.bodies, first ? nullptr : &reference_);
     holding_ = false;
-    write_row(s, m, stats);
+    write_row(s, m, stats, first ? nullptr : &reference_);
     return;
   }
   // Skipped, and written by finish if it is the last. Angles stay continuous however many samples
@@ -361,12 +358,8 @@ void ResultWriter::write(const Snapshot& s, const MetricsSample& m, const Solver
   holding_ = true;
 }
 
-void ResultWriter::measure_joints(const SystemState& bodies, const Eigen::VectorXd* reference) {
-  coordinates_->measure(bodies, q_, qd_, reference);
-  if (coordinates_->has_angles()) reference_ = q_;
-}
-
-void ResultWriter::write_row(const Snapshot& s, const MetricsSample& m, const SolverStats& stats) {
+void ResultWriter::write_row(const Snapshot& s, const MetricsSample& m, const SolverStats& stats,
+                             const Eigen::VectorXd* reference) {
   if (!headers_written_)
     write_headers(s.reactions.size() == model_.joints.size() && !model_.joints.empty(),
                   s.driver_efforts.size() == model_.drivers.size() && !model_.drivers.empty());
@@ -396,8 +389,21 @@ void ResultWriter::write_row(const Snapshot& s, const MetricsSample& m, const So
   if (coordinates_) {
     RowStream joints = row_of(out_[2]);
     joints(s.t);
-    for (double x : q_) joints(x);
-    for (double x : qd_) joints(x);
+    // Every q, then every qd, measured entry by entry as written (no vector of the model's size
+    // held); where there are angles, reference_ becomes this row's q (it may be `reference` itself:
+    // an entry reads only its own part, before it is replaced).
+    const bool angles = coordinates_->has_angles();
+    const double* r = angles && reference ? reference->data() : nullptr;
+    double x[7];
+    for (const CoordinateMap::Entry& e : coordinates_->entries()) {
+      coordinates_->measure(s.bodies, e, x, nullptr, r ? r + e.q_offset : nullptr);
+      for (int k = 0; k < e.nq; ++k) joints(x[k]);
+      if (angles) std::copy_n(x, e.nq, reference_.data() + e.q_offset);
+    }
+    for (const CoordinateMap::Entry& e : coordinates_->entries()) {
+      coordinates_->measure(s.bodies, e, nullptr, x, nullptr);
+      for (int k = 0; k < e.nv; ++k) joints(x[k]);
+    }
     if (with_reactions_)
       for (std::size_t j = 0; j < model_.joints.size(); ++j) {
         const Joint& joint = model_.joints[j];
@@ -497,10 +503,7 @@ void ResultWriter::finish(const SimulationResult& result) {
   // failed is already "failed" and says so), then the summary whole or not at all.
   std::string late_failure;
   try {
-    if (holding_ && out_.front().file) {
-      if (coordinates_) measure_joints(held_.snapshot.bodies, &held_reference_);
-      write_row(held_.snapshot, held_.metrics, held_.stats);
-    }
+    if (holding_ && out_.front().file) write_row(held_.snapshot, held_.metrics, held_.stats, &held_reference_);
     holding_ = false;
     for (const Output& o : out_)
       if (o.file)

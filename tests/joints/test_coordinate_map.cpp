@@ -245,6 +245,42 @@ TEST(CoordinateMap, SharesItsModelOrKeepsACopyOfIt) {
   EXPECT_THROW(CoordinateMap(ModelPtr{}, Topology(other)), std::invalid_argument);
 }
 
+// One entry measured alone gives its part of the whole measure, bit for bit, its angles
+// unwrapped against its part of the reference; q or qd left null is skipped. A reference of the
+// wrong size is refused where there are angles.
+TEST(CoordinateMap, AnEntryMeasuredAloneIsItsPartOfTheWhole) {
+  const Model m = test::joint_zoo();
+  const CoordinateMap map(m, Topology(m));
+  ASSERT_TRUE(map.has_angles());
+  std::mt19937 rng(5);
+  const auto [q0, qd0] = random_state(map, rng);
+  SystemState bodies;
+  map.place(q0, qd0, bodies);
+  Eigen::VectorXd reference = q0;
+  auto is_angle = [](JointType type, int k) {  // the layout in coordinate_map.hpp
+    return type == JointType::Revolute || type == JointType::Universal || (type == JointType::Cylindrical && k == 0) ||
+           (type == JointType::Planar && k == 2);
+  };
+  for (const auto& e : map.entries())  // two turns away from the measure: unwrapping must follow them
+    for (int k = 0; k < e.nq; ++k)
+      if (is_angle(e.type, k)) reference(e.q_offset + k) += 4.0 * std::numbers::pi;
+  Eigen::VectorXd q(map.nq()), qd(map.nv());
+  map.measure(bodies, q, qd, &reference);
+  double qe[7], qde[6];
+  for (const auto& e : map.entries()) {
+    std::fill_n(qe, 7, -1.0), std::fill_n(qde, 6, -1.0);
+    map.measure(bodies, e, qe, nullptr, reference.data() + e.q_offset);
+    map.measure(bodies, e, nullptr, qde);
+    for (int k = 0; k < e.nq; ++k) EXPECT_EQ(qe[k], q(e.q_offset + k)) << e.name() << " q" << k;
+    for (int k = 0; k < e.nv; ++k) EXPECT_EQ(qde[k], qd(e.v_offset + k)) << e.name() << " qd" << k;
+    for (int k = e.nq; k < 7; ++k) EXPECT_EQ(qe[k], -1.0) << e.name() << ": wrote past its nq";
+    for (int k = e.nv; k < 6; ++k) EXPECT_EQ(qde[k], -1.0) << e.name() << ": wrote past its nv";
+  }
+  EXPECT_GT((q - q0).cwiseAbs().maxCoeff(), 12.0);  // the angles followed the reference's turns
+  const Eigen::VectorXd short_reference = reference.head(3);
+  EXPECT_THROW(map.measure(bodies, q, qd, &short_reference), std::invalid_argument);
+}
+
 // A body with no joint at all is a floating sub-system of its own: it gets a free joint named
 // after it, so that its state can be set and read.
 TEST(CoordinateMap, ABodyWithoutJointsGetsAFreeJointNamedAfterIt) {
