@@ -66,7 +66,12 @@ class ExternalLoads {
   /// Efforts and wrenches back to zero (the function stays).
   void clear_inputs();
 
-  const Eigen::VectorXd& effort() const { return effort_; }
+  /// The efforts, one per entry of qd: zeros until some are set (held from the first set or read
+  /// on: a run without efforts holds none, 24 bytes a ball joint).
+  const Eigen::VectorXd& effort() const {
+    if (effort_.size() != map_->nv()) effort_.setZero(map_->nv());
+    return effort_;
+  }
   /// The wrench set on each body, or empty while none has been set.
   const std::vector<Vec6>& wrench() const { return wrench_; }
   bool has_function() const { return static_cast<bool>(function_); }
@@ -113,7 +118,7 @@ class ExternalLoads {
   void update_nonzero();
 
   std::shared_ptr<const CoordinateMap> map_;
-  Eigen::VectorXd effort_;
+  mutable Eigen::VectorXd effort_;  // per entry of qd once efforts are set or read (empty before: none)
   std::vector<Vec6> wrench_;  // per body once a wrench is set (empty before: none)
   bool inputs_nonzero_ = false;
   LoadFunction function_;

@@ -18,7 +18,6 @@ Vec6 twist_of(const BodyState& b) {
 
 ExternalLoads::ExternalLoads(std::shared_ptr<const CoordinateMap> map)
     : map_(std::move(map)),
-      effort_(Eigen::VectorXd::Zero(map_->nv())),
       reference_(Eigen::VectorXd::Zero(map_->has_angles() ? map_->nq() : 0)) {}
 
 /// Throws std::invalid_argument naming the first non-finite entry of effort (entries from offset).
@@ -44,6 +43,7 @@ void ExternalLoads::set_joint_effort(const std::string& joint, const Eigen::Ref<
     throw std::invalid_argument("effort of joint '" + joint + "': expected " + std::to_string(e.nv) + " value" +
                                 (e.nv == 1 ? "" : "s") + " (" + to_string(e.type) + "), got " + std::to_string(effort.size()));
   check_finite_effort(effort, e.v_offset);
+  if (effort_.size() != map_->nv()) effort_.setZero(map_->nv());
   effort_.segment(e.v_offset, e.nv) = effort;
   update_nonzero();
 }
@@ -102,7 +102,7 @@ void ExternalLoads::check_output() const {
 
 void ExternalLoads::add_to(double t, const SystemState& bodies, std::vector<Vec6>& wrenches) const {
   if (inputs_nonzero_) {
-    map_->add_effort_wrenches(bodies, effort_, wrenches);
+    if (effort_.size() != 0) map_->add_effort_wrenches(bodies, effort_, wrenches);
     for (std::size_t b = 0; b < wrench_.size(); ++b) wrenches[b] += wrench_[b];
   }
   if (function_) {
@@ -117,7 +117,7 @@ double ExternalLoads::power(double t, const SystemState& bodies) const {
   measure(bodies);
   double p = 0.0;
   if (inputs_nonzero_) {
-    p += effort_.dot(qd_);
+    if (effort_.size() != 0) p += effort_.dot(qd_);
     for (std::size_t b = 0; b < wrench_.size(); ++b) p += wrench_[b].dot(twist_of(bodies[b]));
   }
   if (function_) {

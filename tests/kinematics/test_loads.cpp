@@ -139,3 +139,28 @@ TEST(AppliedLoads, HeldWeightsFollowAnExternalLoadThatComesAndGoes) {
   EXPECT_TRUE(held);
   EXPECT_EQ(w[0], weight);
 }
+
+// Efforts are held only once set (or read): before, effort() reads as zeros of the right size, a
+// wrench alone is applied and does its power F.v + T.w, and one joint's efforts set on their own
+// leave the others zero.
+TEST(ExternalLoads, EffortsReadAsZerosUntilSetAndAWrenchAloneDoesItsPower) {
+  const Model g = one_body(JointType::Free);
+  const auto map = std::make_shared<const CoordinateMap>(g, Topology(g));
+  SystemState state = initial_state(g);
+  state[0].v = Vec3(1.0, -2.0, 0.5);
+  state[0].w = Vec3(0.0, 3.0, -1.0);
+  {
+    const ExternalLoads external(map);
+    EXPECT_EQ(external.effort(), Eigen::VectorXd::Zero(6));
+  }
+  ExternalLoads external(map);
+  external.set_body_wrench(0, Vec3(4, 5, 6), Vec3(-1, 2, 0.5));
+  std::vector<Vec6> w(1, Vec6::Zero());
+  external.add_to(0.0, state, w);
+  EXPECT_EQ(w[0], (Vec6() << 4, 5, 6, -1, 2, 0.5).finished());
+  EXPECT_DOUBLE_EQ(external.power(0.0, state), 4 * 1.0 + 5 * -2.0 + 6 * 0.5 + 2 * 3.0 + 0.5 * -1.0);
+  external.clear_inputs();
+  external.set_joint_effort(map->entries().front().name(), (Eigen::VectorXd(6) << 0, 0, 7, 0, 0, 0).finished());
+  EXPECT_EQ(external.effort(), (Eigen::VectorXd(6) << 0, 0, 7, 0, 0, 0).finished());
+  EXPECT_DOUBLE_EQ(external.power(0.0, state), 7 * 0.5);  // 7 N along z at v_z = 0.5 m/s
+}
